@@ -1,0 +1,1 @@
+fn main() { println!("kda-split: CLI not yet wired"); }

@@ -1,0 +1,218 @@
+//! The kernel: its declarations (tensors, scalars, roles, shared buffers,
+//! mbarriers), the data-flow graph (values and instructions) and the
+//! structured layout (regions holding instruction lists).
+
+use cranelift_entity::PrimaryMap;
+
+use crate::entities::{Barrier, Buffer, Inst, Region, Role, ScalarParam, Sym, Tensor, Value};
+use crate::loc::Loc;
+use crate::op::InstData;
+use crate::types::{Scalar, Type};
+
+/// Whether a global tensor may be read before `griddepcontrol.wait`.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Provenance {
+    /// Written before a graph or non-PDL boundary (weights, slot tables, this
+    /// layer's previous state): may be read at any time.
+    Ready,
+    /// Written by the preceding launch: readable only after the PDL wait.
+    Produced,
+}
+
+/// How the kernel may touch a tensor.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Access {
+    pub fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::ReadWrite)
+    }
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+}
+
+/// An extent or stride: known now, or bound at launch.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Dim {
+    Const(u64),
+    Sym(Sym),
+}
+
+#[derive(Clone, Debug)]
+pub struct TensorDecl {
+    pub name: String,
+    pub dtype: Scalar,
+    pub shape: Vec<Dim>,
+    /// Element strides, one per dimension.
+    pub strides: Vec<Dim>,
+    pub provenance: Provenance,
+    pub access: Access,
+    /// Byte alignment the caller guarantees for the base and for every
+    /// innermost row (vector and bulk accesses rely on it).
+    pub align: u32,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScalarDecl {
+    pub name: String,
+    pub ty: Scalar,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct SymDecl {
+    pub name: String,
+}
+
+/// A named, warp-aligned thread range `[first, first + threads)`.
+#[derive(Clone, Debug)]
+pub struct RoleDecl {
+    pub name: String,
+    pub first: u32,
+    pub threads: u32,
+    pub loc: Loc,
+}
+
+impl RoleDecl {
+    pub fn end(&self) -> u32 {
+        self.first + self.threads
+    }
+    pub fn contains(&self, thread: u32) -> bool {
+        (self.first..self.end()).contains(&thread)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BufferDecl {
+    pub name: String,
+    pub elem: Scalar,
+    /// Number of elements.
+    pub len: u32,
+    /// Byte alignment (at least 16 for vector access, 128 for bulk copies).
+    pub align: u32,
+    /// Roles allowed to touch the buffer (empty: every thread).
+    pub roles: Vec<Role>,
+    /// A buffer filled through this barrier may be read only after a wait on it.
+    pub guard: Option<Barrier>,
+    pub loc: Loc,
+}
+
+impl BufferDecl {
+    pub fn bytes(&self) -> u32 {
+        self.elem.bytes() * self.len
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BarrierDecl {
+    pub name: String,
+    /// Arrivals that complete a phase.
+    pub arrivals: u32,
+    /// Transaction bytes expected per phase (0 = none).
+    pub tx_bytes: u32,
+    /// Roles allowed to touch the barrier (empty: every thread).
+    pub roles: Vec<Role>,
+    pub loc: Loc,
+}
+
+/// Launch-time shape fixed by the kernel.
+#[derive(Clone, Debug)]
+pub struct LaunchDecl {
+    /// Threads per block (x only).
+    pub block: u32,
+    /// CTAs per cluster (x only; 1 = no cluster).
+    pub cluster: u32,
+    /// `.minnctapersm`, if any.
+    pub min_blocks_per_sm: Option<u32>,
+}
+
+#[derive(Clone, Debug)]
+pub enum ValueDef {
+    Result(Inst, u32),
+    Param(Region, u32),
+}
+
+#[derive(Clone, Debug)]
+pub struct ValueData {
+    pub ty: Type,
+    pub def: ValueDef,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RegionData {
+    pub params: Vec<Value>,
+    pub insts: Vec<Inst>,
+}
+
+/// A whole kernel.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub launch: LaunchDecl,
+    pub tensors: PrimaryMap<Tensor, TensorDecl>,
+    pub scalars: PrimaryMap<ScalarParam, ScalarDecl>,
+    pub syms: PrimaryMap<Sym, SymDecl>,
+    pub roles: PrimaryMap<Role, RoleDecl>,
+    pub buffers: PrimaryMap<Buffer, BufferDecl>,
+    pub barriers: PrimaryMap<Barrier, BarrierDecl>,
+    pub values: PrimaryMap<Value, ValueData>,
+    pub insts: PrimaryMap<Inst, InstData>,
+    pub regions: PrimaryMap<Region, RegionData>,
+    /// The top-level region (no params).
+    pub body: Region,
+}
+
+impl Kernel {
+    pub fn new(name: impl Into<String>, launch: LaunchDecl) -> Kernel {
+        let mut regions = PrimaryMap::new();
+        let body = regions.push(RegionData::default());
+        Kernel {
+            name: name.into(),
+            launch,
+            tensors: PrimaryMap::new(),
+            scalars: PrimaryMap::new(),
+            syms: PrimaryMap::new(),
+            roles: PrimaryMap::new(),
+            buffers: PrimaryMap::new(),
+            barriers: PrimaryMap::new(),
+            values: PrimaryMap::new(),
+            insts: PrimaryMap::new(),
+            regions,
+            body,
+        }
+    }
+
+    pub fn ty(&self, v: Value) -> Type {
+        self.values[v].ty
+    }
+
+    /// Visit every instruction in layout order (pre-order: an instruction
+    /// before the instructions of its regions), with its nesting path.
+    pub fn walk(&self, mut f: impl FnMut(Inst, &[Inst])) {
+        fn go(k: &Kernel, r: Region, path: &mut Vec<Inst>, f: &mut dyn FnMut(Inst, &[Inst])) {
+            for &i in &k.regions[r].insts {
+                f(i, path);
+                path.push(i);
+                for sub in k.insts[i].op.regions() {
+                    go(k, sub, path, f);
+                }
+                path.pop();
+            }
+        }
+        go(self, self.body, &mut Vec::new(), &mut f);
+    }
+
+    /// The value of a `Dim` when it is a constant.
+    pub fn const_dim(d: Dim) -> Option<u64> {
+        match d {
+            Dim::Const(c) => Some(c),
+            Dim::Sym(_) => None,
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! kda-ir: the typed SSA IR of kda with structured regions, its text form,
+//! verifier, scheduling passes and the sm_90a PTX backend.
+
+pub mod builder;
+pub mod entities;
+pub mod kernel;
+pub mod loc;
+pub mod op;
+pub mod parse;
+pub mod passes;
+pub mod ptx;
+pub mod types;
+pub mod verifier;
+pub mod write;
+
+pub use builder::Builder;
+pub use entities::{Barrier, Buffer, Inst, Region, Role, ScalarParam, Sym, Tensor, Value};
+pub use kernel::{Access, Dim, Kernel, LaunchDecl, Provenance};
+pub use loc::Loc;
+pub use op::{BinOp, CachePolicy, CmpOp, Op, ShflMode, Special, UnOp};
+pub use types::{Scalar, Type};

@@ -1,0 +1,1 @@
+//! Text form parser (owned by the verifier/filetest work).

@@ -1,0 +1,1 @@
+//! Scheduling passes (DESIGN §5), one file each.

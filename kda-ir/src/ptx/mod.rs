@@ -1,0 +1,1 @@
+//! PTX backend for sm_90a.

@@ -1,0 +1,304 @@
+//! The one text form of the IR: dumps, verifier reports (with errors inline)
+//! and filetests all use it; `parse.rs` reads it back.
+//!
+//! ```text
+//! kernel demo block=64 cluster=2 {
+//!   tensor t0 "x": f32[sym0, 64] strides[64, 1] produced read align 16  ; @demo.rs:10:5
+//!   role role0 "sender" 0..32
+//!   shared buf0 "inbox": f32[32] align 16 roles(role1) guard(bar0)
+//!   mbarrier bar0 "full": arrivals 1 tx 128 roles(role0, role1)
+//!   v0:u32 = special tid  ; @demo.rs:20:13
+//!   role role0 {
+//!     ...
+//!   }
+//! }
+//! ```
+
+use std::fmt::{self, Write};
+
+use crate::entities::{Inst, Region, Value};
+use crate::kernel::{Access, Dim, Kernel, Provenance};
+use crate::op::{CachePolicy, CmpOp, Op, ShflMode, Special, UnOp};
+
+/// Print a kernel.
+pub fn write_kernel(k: &Kernel) -> String {
+    write_annotated(k, &|_| Vec::new())
+}
+
+/// Print a kernel with extra comment lines after chosen instructions (used to
+/// show verifier errors inline). Annotations keyed on `None` go on top.
+pub fn write_annotated(k: &Kernel, notes: &dyn Fn(Option<Inst>) -> Vec<String>) -> String {
+    let mut w = String::new();
+    write_kernel_to(&mut w, k, notes).expect("writing to a String cannot fail");
+    w
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&write_kernel(self))
+    }
+}
+
+fn dim(d: &Dim, k: &Kernel) -> String {
+    match d {
+        Dim::Const(c) => c.to_string(),
+        Dim::Sym(s) => {
+            let _ = k;
+            s.to_string()
+        }
+    }
+}
+
+fn list<T>(xs: &[T], f: impl Fn(&T) -> String) -> String {
+    xs.iter().map(f).collect::<Vec<_>>().join(", ")
+}
+
+fn write_kernel_to(
+    w: &mut String,
+    k: &Kernel,
+    notes: &dyn Fn(Option<Inst>) -> Vec<String>,
+) -> fmt::Result {
+    for n in notes(None) {
+        writeln!(w, ";! {n}")?;
+    }
+    write!(w, "kernel {} block={} cluster={}", k.name, k.launch.block, k.launch.cluster)?;
+    if let Some(m) = k.launch.min_blocks_per_sm {
+        write!(w, " min_blocks={m}")?;
+    }
+    writeln!(w, " {{")?;
+    for (s, d) in k.syms.iter() {
+        writeln!(w, "  sym {s} {:?}", d.name)?;
+    }
+    for (t, d) in k.tensors.iter() {
+        let prov = match d.provenance {
+            Provenance::Ready => "ready",
+            Provenance::Produced => "produced",
+        };
+        let acc = match d.access {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::ReadWrite => "readwrite",
+        };
+        writeln!(
+            w,
+            "  tensor {t} {:?}: {}[{}] strides[{}] {prov} {acc} align {}  ; @{}",
+            d.name,
+            d.dtype,
+            list(&d.shape, |x| dim(x, k)),
+            list(&d.strides, |x| dim(x, k)),
+            d.align,
+            d.loc
+        )?;
+    }
+    for (s, d) in k.scalars.iter() {
+        writeln!(w, "  scalar {s} {:?}: {}  ; @{}", d.name, d.ty, d.loc)?;
+    }
+    for (r, d) in k.roles.iter() {
+        writeln!(w, "  role {r} {:?} {}..{}  ; @{}", d.name, d.first, d.end(), d.loc)?;
+    }
+    for (b, d) in k.buffers.iter() {
+        write!(w, "  shared {b} {:?}: {}[{}] align {}", d.name, d.elem, d.len, d.align)?;
+        if !d.roles.is_empty() {
+            write!(w, " roles({})", list(&d.roles, |r| r.to_string()))?;
+        }
+        if let Some(g) = d.guard {
+            write!(w, " guard({g})")?;
+        }
+        writeln!(w, "  ; @{}", d.loc)?;
+    }
+    for (b, d) in k.barriers.iter() {
+        write!(w, "  mbarrier {b} {:?}: arrivals {} tx {}", d.name, d.arrivals, d.tx_bytes)?;
+        if !d.roles.is_empty() {
+            write!(w, " roles({})", list(&d.roles, |r| r.to_string()))?;
+        }
+        writeln!(w, "  ; @{}", d.loc)?;
+    }
+    write_region_body(w, k, k.body, 1, notes)?;
+    writeln!(w, "}}")
+}
+
+fn indent(w: &mut String, depth: usize) {
+    for _ in 0..depth {
+        w.push_str("  ");
+    }
+}
+
+fn vals(k: &Kernel, vs: &[Value]) -> String {
+    let _ = k;
+    list(vs, |v| v.to_string())
+}
+
+fn typed(k: &Kernel, vs: &[Value]) -> String {
+    list(vs, |&v| format!("{v}:{}", k.ty(v)))
+}
+
+fn write_region_body(
+    w: &mut String,
+    k: &Kernel,
+    r: Region,
+    depth: usize,
+    notes: &dyn Fn(Option<Inst>) -> Vec<String>,
+) -> fmt::Result {
+    for &i in &k.regions[r].insts {
+        write_inst(w, k, i, depth, notes)?;
+    }
+    Ok(())
+}
+
+fn open_region(w: &mut String, k: &Kernel, r: Region) -> fmt::Result {
+    let ps = &k.regions[r].params;
+    if ps.is_empty() {
+        writeln!(w, "{{")
+    } else {
+        writeln!(w, "|{}| {{", typed(k, ps))
+    }
+}
+
+fn policy(p: CachePolicy) -> &'static str {
+    match p {
+        CachePolicy::Normal => "",
+        CachePolicy::EvictFirst => ".evict_first",
+    }
+}
+
+fn special(s: Special) -> String {
+    let xyz = |d: u8| ["x", "y", "z"][d as usize % 3];
+    match s {
+        Special::ThreadIdx => "tid".into(),
+        Special::BlockIdx(d) => format!("ctaid.{}", xyz(d)),
+        Special::GridDim(d) => format!("nctaid.{}", xyz(d)),
+        Special::ClusterRank => "cluster_rank".into(),
+        Special::LaneId => "laneid".into(),
+    }
+}
+
+/// The op's mnemonic with its modifiers (`fma.ftz`, `cmp.lt`, `exp.fast`...).
+pub fn mnemonic(op: &Op) -> String {
+    let fast = |f: bool| if f { ".fast" } else { "" };
+    match op {
+        Op::Fma { ftz: true } => "fma.ftz".into(),
+        Op::Un(UnOp::Exp { fast: f })
+        | Op::Un(UnOp::Exp2 { fast: f })
+        | Op::Un(UnOp::Rsqrt { fast: f })
+        | Op::Un(UnOp::Sigmoid { fast: f })
+        | Op::Un(UnOp::Rcp { fast: f }) => format!("{}{}", op.name(), fast(*f)),
+        Op::Cmp(c) => format!(
+            "cmp.{}",
+            match c {
+                CmpOp::Eq => "eq",
+                CmpOp::Ne => "ne",
+                CmpOp::Lt => "lt",
+                CmpOp::Le => "le",
+                CmpOp::Gt => "gt",
+                CmpOp::Ge => "ge",
+            }
+        ),
+        Op::Extract(n) => format!("extract.{n}"),
+        Op::Shfl(ShflMode::Bfly) => "shfl.bfly".into(),
+        Op::Shfl(ShflMode::Idx) => "shfl.idx".into(),
+        Op::LdGlobal { policy: p, .. } | Op::StGlobal { policy: p, .. } => {
+            format!("{}{}", op.name(), policy(*p))
+        }
+        Op::BulkCopy { policy: p, .. } => format!("{}{}", op.name(), policy(*p)),
+        Op::ClusterArrive { relaxed: true } => "cluster.arrive.relaxed".into(),
+        _ => op.name().into(),
+    }
+}
+
+fn write_inst(
+    w: &mut String,
+    k: &Kernel,
+    i: Inst,
+    depth: usize,
+    notes: &dyn Fn(Option<Inst>) -> Vec<String>,
+) -> fmt::Result {
+    let d = &k.insts[i];
+    let a = &d.args;
+    indent(w, depth);
+    if !d.results.is_empty() {
+        write!(w, "{} = ", typed(k, &d.results))?;
+    }
+    let m = mnemonic(&d.op);
+    let idx = |xs: &[Value]| format!("[{}]", vals(k, xs));
+    match &d.op {
+        Op::IConst(c) => write!(w, "{m} {c}")?,
+        Op::FConst(c) => write!(w, "{m} {c:?}")?,
+        Op::Special(s) => write!(w, "{m} {}", special(*s))?,
+        Op::Param(s) => write!(w, "{m} {s}")?,
+        Op::Extract(_) => write!(w, "{m} {}", vals(k, a))?,
+        Op::LdGlobal { tensor, .. } => write!(w, "{m} {tensor}{}", idx(a))?,
+        Op::StGlobal { tensor, predicated, .. } => {
+            let n = a.len() - 1 - *predicated as usize;
+            write!(w, "{m} {tensor}{}, {}", idx(&a[..n]), a[n])?;
+            if *predicated {
+                write!(w, " if {}", a[n + 1])?;
+            }
+        }
+        Op::LdShared { buffer } => write!(w, "{m} {buffer}[{}]", a[0])?,
+        Op::StShared { buffer } => write!(w, "{m} {buffer}[{}], {}", a[0], a[1])?,
+        Op::MbarInit { barrier } | Op::MbarArrive { barrier } => write!(w, "{m} {barrier}")?,
+        Op::MbarArriveExpectTx { barrier, bytes } => write!(w, "{m} {barrier}, {bytes}")?,
+        Op::MbarWait { barrier, phase } => write!(w, "{m} {barrier}, phase {phase}")?,
+        Op::BarSync { id, threads } => write!(w, "{m} {id}, {threads}")?,
+        Op::StAsync { buffer, barrier } => {
+            write!(w, "{m} {buffer}[{}], {}, cta {}, {barrier}", a[0], a[1], a[2])?
+        }
+        Op::CpAsync { buffer, tensor } => write!(w, "{m} {buffer}[{}], {tensor}{}", a[0], idx(&a[1..]))?,
+        Op::CpAsyncWait(n) => write!(w, "{m} {n}")?,
+        Op::BulkCopy { buffer, tensor, barrier, bytes, .. } => {
+            write!(w, "{m} {buffer}[{}], {tensor}{}, {bytes}, {barrier}", a[0], idx(&a[1..]))?
+        }
+        Op::If { then, els } => {
+            write!(w, "{m} {} ", a[0])?;
+            open_region(w, k, *then)?;
+            write_region_body(w, k, *then, depth + 1, notes)?;
+            indent(w, depth);
+            write!(w, "}} else ")?;
+            open_region(w, k, *els)?;
+            write_region_body(w, k, *els, depth + 1, notes)?;
+            indent(w, depth);
+            write!(w, "}}")?;
+        }
+        Op::For { body } => {
+            write!(w, "{m} {}..{} step {}", a[0], a[1], a[2])?;
+            if a.len() > 3 {
+                write!(w, " iter({})", vals(k, &a[3..]))?;
+            }
+            write!(w, " ")?;
+            open_region(w, k, *body)?;
+            write_region_body(w, k, *body, depth + 1, notes)?;
+            indent(w, depth);
+            write!(w, "}}")?;
+        }
+        Op::While { cond, body } => {
+            write!(w, "{m} ({}) ", vals(k, a))?;
+            open_region(w, k, *cond)?;
+            write_region_body(w, k, *cond, depth + 1, notes)?;
+            indent(w, depth);
+            write!(w, "}} do ")?;
+            open_region(w, k, *body)?;
+            write_region_body(w, k, *body, depth + 1, notes)?;
+            indent(w, depth);
+            write!(w, "}}")?;
+        }
+        Op::InRole { role, body } => {
+            write!(w, "{m} {role} ")?;
+            open_region(w, k, *body)?;
+            write_region_body(w, k, *body, depth + 1, notes)?;
+            indent(w, depth);
+            write!(w, "}}")?;
+        }
+        _ => {
+            write!(w, "{m}")?;
+            if !a.is_empty() {
+                write!(w, " {}", vals(k, a))?;
+            }
+        }
+    }
+    writeln!(w, "  ; @{}", d.loc)?;
+    for n in notes(Some(i)) {
+        indent(w, depth);
+        writeln!(w, ";! {n}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! kda-runtime: the same launch API on a CUDA device and on a CPU simulator.
