@@ -145,7 +145,10 @@ impl Builder {
 
     #[track_caller]
     fn loc(&self) -> Loc {
-        self.loc.clone().unwrap_or_else(Loc::caller)
+        match &self.loc {
+            Some(l) => l.clone(),
+            None => Loc::caller(),
+        }
     }
 
     /// Append an instruction with results of the given types.

@@ -214,6 +214,10 @@ fn write_inst(
 ) -> fmt::Result {
     let d = &k.insts[i];
     let a = &d.args;
+    if d.op == Op::Yield && a.is_empty() && notes(Some(i)).is_empty() {
+        // An empty terminator is implied; the parser puts it back.
+        return Ok(());
+    }
     indent(w, depth);
     if !d.results.is_empty() {
         write!(w, "{} = ", typed(k, &d.results))?;

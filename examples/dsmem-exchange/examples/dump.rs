@@ -1,0 +1,3 @@
+fn main() {
+    print!("{}", kda_ir::write::write_kernel(&dsmem_exchange::builder_api(2)));
+}
