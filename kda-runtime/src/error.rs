@@ -1,0 +1,23 @@
+//! Errors of the runtime. Every variant names the kernel or call it concerns;
+//! nothing in the runtime panics on a user mistake or a missing driver.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum RuntimeError {
+    /// The launch does not fit the kernel's declarations.
+    #[error("bad launch of `{kernel}`: {msg}")]
+    BadLaunch { kernel: String, msg: String },
+    /// No CUDA driver could be loaded on this machine.
+    #[error("no CUDA driver: {0}")]
+    NoDriver(String),
+    /// A CUDA driver call failed.
+    #[error("{call} failed for `{kernel}`: {msg}")]
+    Driver { call: &'static str, kernel: String, msg: String },
+    /// The kernel did not verify or compile.
+    #[error("kernel `{kernel}` failed to build:\n{msg}")]
+    Build { kernel: String, msg: String },
+    /// The simulator stopped: deadlock, out-of-bounds access, tx-byte overflow...
+    #[error("{0}")]
+    Sim(String),
+}

@@ -1,0 +1,140 @@
+//! The launch API shared by every device: what a launch needs besides the
+//! kernel (grid, PDL, bound symbols, scalar arguments, tensor buffers) and the
+//! [`Device`] trait the CUDA device and the simulator both implement.
+
+use kda_ir::{Dim, Kernel, Scalar};
+
+use crate::error::RuntimeError;
+
+/// A scalar kernel argument.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum ScalarArg {
+    F32(f32),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+}
+
+impl ScalarArg {
+    pub fn scalar(self) -> Scalar {
+        match self {
+            ScalarArg::F32(_) => Scalar::F32,
+            ScalarArg::I32(_) => Scalar::I32,
+            ScalarArg::U32(_) => Scalar::U32,
+            ScalarArg::I64(_) => Scalar::I64,
+            ScalarArg::U64(_) => Scalar::U64,
+        }
+    }
+}
+
+/// Everything about one launch except the kernel and the tensor buffers.
+#[derive(Clone, Debug, Default)]
+pub struct LaunchConfig {
+    /// Grid in CTAs; `grid[0]` must be a multiple of the kernel's cluster size.
+    pub grid: [u32; 3],
+    /// Launch with programmatic stream serialization (PDL) so this launch may
+    /// start before the preceding one on the stream finishes.
+    pub pdl: bool,
+    /// Values of the kernel's symbols (`kernel.syms`), in order.
+    pub syms: Vec<i64>,
+    /// Scalar arguments (`kernel.scalars`), in order.
+    pub scalars: Vec<ScalarArg>,
+}
+
+/// A device that runs kda kernels: an NVIDIA GPU or the CPU simulator.
+pub trait Device {
+    /// Device memory holding one tensor.
+    type Buffer;
+    /// A kernel prepared for launching (a loaded module, a scheduled IR).
+    type Module;
+
+    /// A one-line description ("NVIDIA H200 (sm_90)", "CPU simulator").
+    fn describe(&self) -> String;
+    /// Copy host bytes to a new device buffer.
+    fn upload(&self, bytes: &[u8]) -> Result<Self::Buffer, RuntimeError>;
+    /// Copy a device buffer back to the host (waits for pending work).
+    fn download(&self, buf: &Self::Buffer) -> Result<Vec<u8>, RuntimeError>;
+    /// Prepare a kernel for launching.
+    fn load(&self, kernel: &Kernel) -> Result<Self::Module, RuntimeError>;
+    /// Launch `module` with one buffer per kernel tensor (`kernel.tensors`, in order).
+    fn launch(
+        &self,
+        module: &Self::Module,
+        cfg: &LaunchConfig,
+        tensors: &[&Self::Buffer],
+    ) -> Result<(), RuntimeError>;
+    /// Wait until every launch issued so far has finished.
+    fn synchronize(&self) -> Result<(), RuntimeError>;
+}
+
+/// Check a launch against the kernel's declarations before any device sees it:
+/// counts and types of symbols, scalars and tensors, the grid against the
+/// cluster size, and that every tensor's extent fits its buffer.
+pub fn check_launch(
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    buffer_bytes: &[usize],
+) -> Result<(), RuntimeError> {
+    let bad = |msg: String| Err(RuntimeError::BadLaunch { kernel: kernel.name.clone(), msg });
+    if cfg.syms.len() != kernel.syms.len() {
+        return bad(format!("{} symbol values given, kernel declares {}", cfg.syms.len(), kernel.syms.len()));
+    }
+    if cfg.scalars.len() != kernel.scalars.len() {
+        return bad(format!(
+            "{} scalar arguments given, kernel declares {}",
+            cfg.scalars.len(),
+            kernel.scalars.len()
+        ));
+    }
+    for ((_, decl), arg) in kernel.scalars.iter().zip(&cfg.scalars) {
+        if decl.ty != arg.scalar() {
+            return bad(format!("scalar `{}` is {}, got a {} argument", decl.name, decl.ty, arg.scalar()));
+        }
+    }
+    if buffer_bytes.len() != kernel.tensors.len() {
+        return bad(format!(
+            "{} tensor buffers given, kernel declares {}",
+            buffer_bytes.len(),
+            kernel.tensors.len()
+        ));
+    }
+    if cfg.grid.contains(&0) {
+        return bad(format!("empty grid {:?}", cfg.grid));
+    }
+    if cfg.grid[0] % kernel.launch.cluster != 0 {
+        return bad(format!(
+            "grid.x = {} is not a multiple of the cluster size {}",
+            cfg.grid[0], kernel.launch.cluster
+        ));
+    }
+    let value = |d: &Dim| -> i64 {
+        match *d {
+            Dim::Const(c) => c as i64,
+            Dim::Sym(s) => cfg.syms[s.as_u32() as usize],
+        }
+    };
+    for ((_, t), &bytes) in kernel.tensors.iter().zip(buffer_bytes) {
+        // The last element reachable through shape and strides must lie in the buffer.
+        let mut last = 0i64;
+        for (d, s) in t.shape.iter().zip(&t.strides) {
+            let (n, st) = (value(d), value(s));
+            if n < 0 || st < 0 {
+                return bad(format!("tensor `{}` has a negative extent or stride", t.name));
+            }
+            if n == 0 {
+                last = -1;
+                break;
+            }
+            last += (n - 1) * st;
+        }
+        let need = (last + 1) as usize * t.dtype.bytes() as usize;
+        if need > bytes {
+            return bad(format!(
+                "tensor `{}` spans {need} bytes but its buffer holds {bytes}",
+                t.name
+            ));
+        }
+    }
+    Ok(())
+}
