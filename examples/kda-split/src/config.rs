@@ -98,7 +98,9 @@ pub enum ConfigError {
         gate_mode: u32,
         cluster: u32,
     },
-    #[error("early = 3 needs at least 64 state rows per CTA (cluster 1 or 2); got cluster {cluster}")]
+    #[error(
+        "early = 3 needs at least 64 state rows per CTA (cluster 1 or 2); got cluster {cluster}"
+    )]
     GateStagedRows { cluster: u32 },
     #[error("evict needs early >= 2 (it marks the staged state traffic)")]
     EvictUnstaged,
@@ -168,8 +170,7 @@ impl KdaConfig {
                 cluster: schedule.cluster,
             });
         }
-        if tokens != 1
-            && (config.staged() || gate_mode == GateMode::Fma || schedule.cluster == 16)
+        if tokens != 1 && (config.staged() || gate_mode == GateMode::Fma || schedule.cluster == 16)
         {
             return Err(ConfigError::TokensSchedule {
                 tokens,
@@ -346,8 +347,14 @@ mod tests {
 
     #[test]
     fn tokens_outside_1_to_8_are_rejected_first() {
-        assert_eq!(err(8, 1, 0, &[0, 0, 0], 0), ConfigError::Tokens { tokens: 0 });
-        assert_eq!(err(8, 1, 0, &[0, 0, 0], 9), ConfigError::Tokens { tokens: 9 });
+        assert_eq!(
+            err(8, 1, 0, &[0, 0, 0], 0),
+            ConfigError::Tokens { tokens: 0 }
+        );
+        assert_eq!(
+            err(8, 1, 0, &[0, 0, 0], 9),
+            ConfigError::Tokens { tokens: 9 }
+        );
         // Checked before anything else, like the seed's ValueError.
         assert_eq!(err(8, 1, 7, &[9], 9), ConfigError::Tokens { tokens: 9 });
         new(8, 1, 0, &[0, 0, 0], 8);
@@ -368,7 +375,10 @@ mod tests {
 
     #[test]
     fn gate_mode_and_early_ranges() {
-        assert_eq!(err(8, 1, 3, &[0, 0, 0], 1), ConfigError::GateMode { mode: 3 });
+        assert_eq!(
+            err(8, 1, 3, &[0, 0, 0], 1),
+            ConfigError::GateMode { mode: 3 }
+        );
         assert_eq!(err(8, 1, 0, &[4, 0, 0], 1), ConfigError::Early { early: 4 });
         assert_eq!(GateMode::try_from(1), Ok(GateMode::MmaChains));
     }
@@ -385,7 +395,10 @@ mod tests {
             ConfigError::Mode2Schedule { cluster: 8, .. }
         ));
         let c = new(8, 1, 2, &[0, 16, 3], 1);
-        assert_eq!((c.gate_mode, c.cluster(), c.lanes()), (GateMode::Fma, 8, 16));
+        assert_eq!(
+            (c.gate_mode, c.cluster(), c.lanes()),
+            (GateMode::Fma, 8, 16)
+        );
     }
 
     #[test]
@@ -410,7 +423,10 @@ mod tests {
 
     #[test]
     fn evict_needs_staging() {
-        assert_eq!(err(8, 2, 0, &[1, 0, 0, 0, 1], 1), ConfigError::EvictUnstaged);
+        assert_eq!(
+            err(8, 2, 0, &[1, 0, 0, 0, 1], 1),
+            ConfigError::EvictUnstaged
+        );
         assert!(new(8, 2, 0, &[2, 0, 0, 0, 1], 1).schedule.evict);
     }
 

@@ -1,1 +1,3 @@
-fn main() { println!("kda-split: CLI not yet wired"); }
+fn main() {
+    println!("kda-split: CLI not yet wired");
+}

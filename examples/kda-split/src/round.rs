@@ -56,7 +56,10 @@ mod tests {
         let tie = 1.0 + 2f64.powi(-8);
         assert_eq!(bf16_rne(tie), bf16::from_f64(1.0));
         assert_eq!(bf16_rne(tie + 2f64.powi(-40)).to_f64(), 1.0 + 2f64.powi(-7));
-        assert_eq!(bf16_rne(-(tie + 2f64.powi(-40))).to_f64(), -(1.0 + 2f64.powi(-7)));
+        assert_eq!(
+            bf16_rne(-(tie + 2f64.powi(-40))).to_f64(),
+            -(1.0 + 2f64.powi(-7))
+        );
     }
 
     #[test]

@@ -1,0 +1,571 @@
+//! Case files (spec §10): one launch, its inputs and optionally its expected
+//! results, as `.safetensors`, so any tool can produce cases and any runner can
+//! check them.
+//!
+//! Writing stores each argument's logical (row-major) contents under its kernel
+//! name, scalars as 0-d F32, and `__metadata__` with `format`, `arg_order` and
+//! `meta_json`. Reading accepts any conforming file (hand-written headers, any
+//! tensor order, header padding, BF16 or F32 wherever the kernel converts) and
+//! reports what is wrong by tensor name: truncation and header damage are
+//! diagnosed here before the safetensors crate parses the file, then dtypes,
+//! names and shapes are checked against the metadata.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use half::bf16;
+use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, TensorView};
+use serde_json::{Map, Value, json};
+use thiserror::Error;
+
+use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs, dtype_list};
+use crate::config::{ConfigError, KdaConfig};
+use crate::generator::{GenOptions, generate};
+use crate::reference::{Expected, RawGateOrder, reference};
+use crate::validate::{ArgError, validate_layout};
+
+/// `__metadata__.format` of this version.
+pub const FORMAT: &str = "kda_split_case/1";
+
+/// Tensor names of the expected results.
+pub const EXPECTED_OUTPUT: &str = "expected.output";
+pub const EXPECTED_OUTPUT_F32: &str = "expected.output_f32";
+pub const EXPECTED_STATE: &str = "expected.state";
+pub const EXPECTED_CONV_STATE: &str = "expected.conv_state";
+const EXPECTED: [&str; 4] = [
+    EXPECTED_OUTPUT,
+    EXPECTED_OUTPUT_F32,
+    EXPECTED_STATE,
+    EXPECTED_CONV_STATE,
+];
+
+/// The `meta_json` object. Keys beyond the required ones are kept in `extra`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseMeta {
+    pub heads: u32,
+    /// Requests B (not rows).
+    pub batch: u32,
+    pub tokens: u32,
+    pub has_bias: bool,
+    pub seed: u64,
+    pub num_slots: usize,
+    pub extra: Map<String, Value>,
+}
+
+impl CaseMeta {
+    /// The launch configuration of this case for a gate mode and schedule.
+    pub fn config(&self, gate_mode: u32, schedule: &[u32]) -> Result<KdaConfig, ConfigError> {
+        KdaConfig::new(
+            self.heads,
+            self.batch,
+            gate_mode,
+            self.has_bias,
+            schedule,
+            self.tokens,
+        )
+    }
+
+    fn to_json(&self) -> Value {
+        let mut map = self.extra.clone();
+        for (key, value) in [
+            ("heads", json!(self.heads)),
+            ("batch", json!(self.batch)),
+            ("tokens", json!(self.tokens)),
+            ("has_bias", json!(self.has_bias)),
+            ("seed", json!(self.seed)),
+            ("num_slots", json!(self.num_slots)),
+        ] {
+            map.insert(key.to_string(), value);
+        }
+        Value::Object(map)
+    }
+
+    fn from_json(text: &str) -> Result<Self, CaseError> {
+        let meta = |reason: String| CaseError::Metadata { reason };
+        let Value::Object(mut map) = serde_json::from_str(text)
+            .map_err(|e| meta(format!("meta_json is not valid JSON: {e}")))?
+        else {
+            return Err(meta("meta_json must be a JSON object".into()));
+        };
+        let mut int = |key: &str| -> Result<u64, CaseError> {
+            match map.remove(key) {
+                Some(value) => value.as_u64().ok_or_else(|| {
+                    meta(format!(
+                        "meta_json.{key} must be a non-negative integer; got {value}"
+                    ))
+                }),
+                None => Err(meta(format!("meta_json lacks `{key}`"))),
+            }
+        };
+        let small = |key: &str, value: u64| {
+            u32::try_from(value)
+                .map_err(|_| meta(format!("meta_json.{key} = {value} is too large")))
+        };
+        let heads = small("heads", int("heads")?)?;
+        let batch = small("batch", int("batch")?)?;
+        let tokens = small("tokens", int("tokens")?)?;
+        let seed = int("seed")?;
+        let num_slots = int("num_slots")? as usize;
+        // Python writers may store the flag as true/false or 0/1.
+        let has_bias = match map.remove("has_bias") {
+            Some(Value::Bool(b)) => b,
+            Some(Value::Number(n)) if n.as_u64() == Some(0) => false,
+            Some(Value::Number(n)) if n.as_u64() == Some(1) => true,
+            Some(other) => {
+                return Err(meta(format!(
+                    "meta_json.has_bias must be a boolean; got {other}"
+                )));
+            }
+            None => return Err(meta("meta_json lacks `has_bias`".into())),
+        };
+        Ok(Self {
+            heads,
+            batch,
+            tokens,
+            has_bias,
+            seed,
+            num_slots,
+            extra: map,
+        })
+    }
+}
+
+/// One kernel invocation with its inputs and, optionally, expected results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    pub meta: CaseMeta,
+    pub args: KdaArgs,
+    pub expected: Option<Expected>,
+}
+
+/// Why a case file cannot be read or written.
+#[derive(Debug, Error)]
+pub enum CaseError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("file is truncated: {part} needs {needed} bytes but the file has {len}")]
+    Truncated {
+        part: String,
+        needed: usize,
+        len: usize,
+    },
+    #[error("bad header: {reason}")]
+    Header { reason: String },
+    #[error("bad metadata: {reason}")]
+    Metadata { reason: String },
+    #[error("missing tensor `{name}`")]
+    MissingTensor { name: String },
+    #[error("unexpected tensor `{name}`; a case holds the kernel arguments and expected.*")]
+    UnexpectedTensor { name: String },
+    #[error("tensor `{name}` has dtype {found}; expected {allowed}")]
+    Dtype {
+        name: String,
+        found: String,
+        allowed: String,
+    },
+    #[error("tensor `{name}` has shape {found:?}; expected {expected}")]
+    Shape {
+        name: String,
+        found: Vec<usize>,
+        expected: String,
+    },
+    #[error("arguments do not fit meta_json: {}", join(.0))]
+    Args(Vec<ArgError>),
+    #[error("invalid safetensors data: {0}")]
+    Safetensors(#[from] SafeTensorError),
+}
+
+fn join(errors: &[ArgError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Case {
+    /// Generates a case and its expected results (f64 reference, raw gates in
+    /// `order`), recording the seed and generator choices in `meta_json`.
+    pub fn generate(options: &GenOptions, order: RawGateOrder) -> Result<Self, CaseError> {
+        let args = generate(options);
+        let mut extra = Map::new();
+        extra.insert(
+            "gate_inputs".into(),
+            json!(format!("{:?}", options.gate_inputs).to_lowercase()),
+        );
+        extra.insert(
+            "dt_bias".into(),
+            json!(format!("{:?}", options.dt_bias).to_lowercase()),
+        );
+        extra.insert(
+            "raw_gate_order".into(),
+            json!(format!("{order:?}").to_lowercase()),
+        );
+        let meta = CaseMeta {
+            heads: options.heads,
+            batch: u32::try_from(options.requests).map_err(|_| CaseError::Metadata {
+                reason: format!("{} requests do not fit meta_json.batch", options.requests),
+            })?,
+            tokens: options.tokens,
+            has_bias: options.has_bias,
+            seed: options.seed,
+            num_slots: options.resolved_num_slots(),
+            extra,
+        };
+        let config = meta
+            .config(0, &[0, 0, 0])
+            .map_err(|e| CaseError::Metadata {
+                reason: e.to_string(),
+            })?;
+        let expected = reference(&config, &args, order).map_err(CaseError::Args)?;
+        Ok(Self {
+            meta,
+            args,
+            expected: Some(expected),
+        })
+    }
+
+    pub fn read(path: &Path) -> Result<Self, CaseError> {
+        let bytes = std::fs::read(path).map_err(|source| CaseError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_bytes(&bytes)
+    }
+
+    pub fn write(&self, path: &Path) -> Result<(), CaseError> {
+        std::fs::write(path, self.to_bytes()?).map_err(|source| CaseError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CaseError> {
+        let arg_order = Arg::for_tokens(self.meta.tokens);
+        let mut tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+        for &arg in arg_order {
+            if let Some(value) = self.args.scalar(arg) {
+                tensors.push((
+                    arg.name().into(),
+                    Dtype::F32,
+                    vec![],
+                    value.to_le_bytes().to_vec(),
+                ));
+            } else if let Some(t) = self.args.tensor(arg) {
+                tensors.push((
+                    arg.name().into(),
+                    st_dtype(t.dtype()),
+                    t.shape().to_vec(),
+                    t.to_le_bytes(),
+                ));
+            }
+        }
+        if let Some(e) = &self.expected {
+            let a = &self.args;
+            let bf16_bytes =
+                |v: &[bf16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+            let f32_bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+            for (name, dtype, shape, data) in [
+                (
+                    EXPECTED_OUTPUT,
+                    Dtype::BF16,
+                    a.output.shape(),
+                    bf16_bytes(&e.output),
+                ),
+                (
+                    EXPECTED_OUTPUT_F32,
+                    Dtype::F32,
+                    a.output.shape(),
+                    f32_bytes(&e.output_f32),
+                ),
+                (
+                    EXPECTED_STATE,
+                    Dtype::F32,
+                    a.state.shape(),
+                    f32_bytes(&e.state),
+                ),
+                (
+                    EXPECTED_CONV_STATE,
+                    Dtype::BF16,
+                    a.conv_state.shape(),
+                    bf16_bytes(&e.conv_state),
+                ),
+            ] {
+                tensors.push((name.into(), dtype, shape.to_vec(), data));
+            }
+        }
+        let views = tensors
+            .iter()
+            .map(|(name, dtype, shape, data)| {
+                Ok((name.as_str(), TensorView::new(*dtype, shape.clone(), data)?))
+            })
+            .collect::<Result<Vec<_>, SafeTensorError>>()?;
+        let names: Vec<&str> = arg_order.iter().map(|a| a.name()).collect();
+        let metadata = HashMap::from([
+            ("format".to_string(), FORMAT.to_string()),
+            ("arg_order".to_string(), json!(names).to_string()),
+            ("meta_json".to_string(), self.meta.to_json().to_string()),
+        ]);
+        Ok(safetensors::serialize(views, Some(metadata))?)
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CaseError> {
+        let metadata = precheck(bytes)?;
+        let file = SafeTensors::deserialize(bytes)?;
+        let meta = read_metadata(&metadata)?;
+
+        for name in file.names() {
+            if Arg::from_name(name).is_none() && !EXPECTED.contains(&name) {
+                return Err(CaseError::UnexpectedTensor { name: name.into() });
+            }
+        }
+        let tensor = |name: &str, allowed: &[DType]| -> Result<Option<HostTensor>, CaseError> {
+            let view = match file.tensor(name) {
+                Ok(view) => view,
+                Err(SafeTensorError::TensorNotFound(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            let dtype = from_st_dtype(view.dtype()).filter(|d| allowed.contains(d));
+            let Some(dtype) = dtype else {
+                return Err(CaseError::Dtype {
+                    name: name.into(),
+                    found: format!("{:?}", view.dtype()),
+                    allowed: dtype_list(allowed),
+                });
+            };
+            // safetensors has matched the byte count to dtype and shape.
+            HostTensor::from_le_bytes(dtype, view.shape().to_vec(), view.data())
+                .map(Some)
+                .map_err(|e| CaseError::Header {
+                    reason: format!("tensor `{name}`: {e}"),
+                })
+        };
+        let arg = |a: Arg| -> Result<HostTensor, CaseError> {
+            tensor(a.name(), a.dtypes())?.ok_or_else(|| CaseError::MissingTensor {
+                name: a.name().into(),
+            })
+        };
+        let scalar = |a: Arg| -> Result<f32, CaseError> {
+            // Spec: 0-d; shape [1] from other writers is accepted too.
+            let t = tensor(a.name(), &[DType::F32])?.ok_or_else(|| CaseError::MissingTensor {
+                name: a.name().into(),
+            })?;
+            match t.data() {
+                HostData::F32(v) if v.len() == 1 && t.shape().len() <= 1 => Ok(v[0]),
+                _ => Err(CaseError::Shape {
+                    name: a.name().into(),
+                    found: t.shape().to_vec(),
+                    expected: "[] (a 0-d scalar)".into(),
+                }),
+            }
+        };
+        let args = KdaArgs {
+            x: arg(Arg::X)?,
+            weights: arg(Arg::Weights)?,
+            bias: arg(Arg::Bias)?,
+            conv_state: arg(Arg::ConvState)?,
+            raw_gate: arg(Arg::RawGate)?,
+            beta: arg(Arg::Beta)?,
+            a_log: arg(Arg::ALog)?,
+            dt_bias: arg(Arg::DtBias)?,
+            slots: arg(Arg::Slots)?,
+            state: arg(Arg::State)?,
+            output: arg(Arg::Output)?,
+            gate: arg(Arg::Gate)?,
+            norm_weight: arg(Arg::NormWeight)?,
+            lower_bound: scalar(Arg::LowerBound)?,
+            scale: scalar(Arg::Scale)?,
+            eps: scalar(Arg::Eps)?,
+            f_b_weight: arg(Arg::FBWeight)?,
+            accepted: match meta.tokens {
+                1 => tensor(Arg::Accepted.name(), Arg::Accepted.dtypes())?,
+                _ => Some(arg(Arg::Accepted)?),
+            },
+        };
+        let config = meta
+            .config(0, &[0, 0, 0])
+            .map_err(|e| CaseError::Metadata {
+                reason: e.to_string(),
+            })?;
+        let errors = validate_layout(&config, &args);
+        if !errors.is_empty() {
+            return Err(CaseError::Args(errors));
+        }
+        let consistent = |key: &str, meta: usize, actual: usize, what: &str| {
+            if meta == actual {
+                Ok(())
+            } else {
+                Err(CaseError::Metadata {
+                    reason: format!("meta_json.{key} = {meta} but {what} is {actual}"),
+                })
+            }
+        };
+        consistent(
+            "batch",
+            meta.batch as usize,
+            args.requests(),
+            "slots.shape[0]",
+        )?;
+        consistent(
+            "num_slots",
+            meta.num_slots,
+            args.state.shape()[0],
+            "state.shape[0]",
+        )?;
+
+        let present = EXPECTED.iter().filter(|n| file.names().contains(n)).count();
+        let expected = if present == 0 {
+            None
+        } else {
+            let get = |name: &str, dtype: DType, shape: &[usize]| -> Result<HostData, CaseError> {
+                let t = tensor(name, &[dtype])?
+                    .ok_or_else(|| CaseError::MissingTensor { name: name.into() })?;
+                if t.shape() != shape {
+                    return Err(CaseError::Shape {
+                        name: name.into(),
+                        found: t.shape().to_vec(),
+                        expected: format!("{shape:?}"),
+                    });
+                }
+                Ok(t.data().clone())
+            };
+            let (
+                HostData::Bf16(output),
+                HostData::F32(output_f32),
+                HostData::F32(state),
+                HostData::Bf16(conv_state),
+            ) = (
+                get(EXPECTED_OUTPUT, DType::Bf16, args.output.shape())?,
+                get(EXPECTED_OUTPUT_F32, DType::F32, args.output.shape())?,
+                get(EXPECTED_STATE, DType::F32, args.state.shape())?,
+                get(EXPECTED_CONV_STATE, DType::Bf16, args.conv_state.shape())?,
+            )
+            else {
+                unreachable!("dtypes were checked by `tensor`")
+            };
+            Some(Expected {
+                output,
+                output_f32,
+                state,
+                conv_state,
+            })
+        };
+        Ok(Self {
+            meta,
+            args,
+            expected,
+        })
+    }
+}
+
+/// Diagnoses truncation and header damage by name before the safetensors
+/// crate, whose errors do not say which tensor was cut off. Returns
+/// `__metadata__` (empty if absent).
+fn precheck(bytes: &[u8]) -> Result<HashMap<String, String>, CaseError> {
+    let truncated = |part: String, needed: usize| CaseError::Truncated {
+        part,
+        needed,
+        len: bytes.len(),
+    };
+    let Some(prefix) = bytes.get(..8) else {
+        return Err(truncated("the 8-byte header length".into(), 8));
+    };
+    let n = u64::from_le_bytes(prefix.try_into().expect("8 bytes"));
+    let header_end = usize::try_from(n).ok().and_then(|n| n.checked_add(8));
+    let Some(header) = header_end.and_then(|end| bytes.get(8..end)) else {
+        let needed = header_end.unwrap_or(usize::MAX);
+        return Err(truncated(format!("the {n}-byte header"), needed));
+    };
+    let header_end = 8 + header.len();
+    let bad = |reason: String| CaseError::Header { reason };
+    let text = std::str::from_utf8(header).map_err(|e| bad(format!("not UTF-8: {e}")))?;
+    let json: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    let Value::Object(entries) = json else {
+        return Err(bad("the header must be a JSON object".into()));
+    };
+    let mut ends = Vec::new();
+    let mut metadata = HashMap::new();
+    for (name, entry) in &entries {
+        if name == "__metadata__" {
+            let strings = entry.as_object().and_then(|m| {
+                m.iter()
+                    .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect::<Option<HashMap<_, _>>>()
+            });
+            metadata =
+                strings.ok_or_else(|| bad("__metadata__ must map names to strings".into()))?;
+            continue;
+        }
+        let offsets = entry.get("data_offsets").and_then(Value::as_array);
+        let end = match offsets.map(Vec::as_slice) {
+            Some([start, end]) => start.as_u64().zip(end.as_u64()).map(|(_, end)| end),
+            _ => None,
+        };
+        let Some(end) = end.and_then(|e| usize::try_from(e).ok()) else {
+            return Err(bad(format!(
+                "tensor `{name}` needs `data_offsets` [start, end]"
+            )));
+        };
+        ends.push((end, name));
+    }
+    ends.sort();
+    if let Some((end, name)) = ends
+        .into_iter()
+        .find(|&(end, _)| header_end.saturating_add(end) > bytes.len())
+    {
+        return Err(truncated(
+            format!("tensor `{name}`"),
+            header_end.saturating_add(end),
+        ));
+    }
+    Ok(metadata)
+}
+
+fn read_metadata(metadata: &HashMap<String, String>) -> Result<CaseMeta, CaseError> {
+    let meta = |reason: String| CaseError::Metadata { reason };
+    match metadata.get("format") {
+        Some(format) if format == FORMAT => {}
+        Some(other) => return Err(meta(format!("format is `{other}`; expected `{FORMAT}`"))),
+        None => return Err(meta(format!("__metadata__ lacks `format` (`{FORMAT}`)"))),
+    }
+    let text = metadata
+        .get("meta_json")
+        .ok_or_else(|| meta("__metadata__ lacks `meta_json`".into()))?;
+    let case_meta = CaseMeta::from_json(text)?;
+    // arg_order is informative (the names already say which tensor is which),
+    // but if present it must be the kernel order.
+    if let Some(order) = metadata.get("arg_order") {
+        let expected: Vec<&str> = Arg::for_tokens(case_meta.tokens)
+            .iter()
+            .map(|a| a.name())
+            .collect();
+        let found: Vec<String> = serde_json::from_str(order)
+            .map_err(|e| meta(format!("arg_order is not a JSON list of names: {e}")))?;
+        if found != expected {
+            return Err(meta(format!(
+                "arg_order {found:?} is not the kernel order {expected:?}"
+            )));
+        }
+    }
+    Ok(case_meta)
+}
+
+fn st_dtype(dtype: DType) -> Dtype {
+    match dtype {
+        DType::Bf16 => Dtype::BF16,
+        DType::F32 => Dtype::F32,
+        DType::I32 => Dtype::I32,
+    }
+}
+
+fn from_st_dtype(dtype: Dtype) -> Option<DType> {
+    match dtype {
+        Dtype::BF16 => Some(DType::Bf16),
+        Dtype::F32 => Some(DType::F32),
+        Dtype::I32 => Some(DType::I32),
+        _ => None,
+    }
+}

@@ -1,0 +1,438 @@
+//! Seeded generator of realistic KdaSplit launches (spec §8.10, §8.12, §8.13).
+//!
+//! Magnitudes follow the fla/vLLM layers the kernel serves: unit-scale
+//! activations, depthwise conv weights at their kaiming bound (fan-in 4),
+//! F_B at `128^-0.5`, `A = exp(a_log) ∈ [1, 16]`, state ~ N(0, 0.1). Everything
+//! stored as bf16 is drawn and then rounded, so the stored values are what the
+//! reference reads.
+
+use half::bf16;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+use crate::args::{HostTensor, KdaArgs};
+use crate::config::HEAD_DIM;
+use crate::round::bf16_rne;
+
+const D: usize = HEAD_DIM;
+
+/// Sentinel pre-filled into `output`: every element must be overwritten, and no
+/// real output reaches it (|y| <= sqrt(128) · max |norm_weight| < 768).
+pub const OUTPUT_SENTINEL: f32 = -768.0;
+
+/// vLLM's padding slot id; slot 0 (the null block) is padding too.
+pub const PAD_SLOT: i32 = -1;
+
+/// How the raw gate's operands `f_a` (`raw_gate`) and `f_b_weight` are drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GateInputs {
+    /// `f_a = m·2^-6`, `f_b = n·2^-9`, `|m|, |n| <= 127` (Gaussian, snapped and
+    /// clamped): every partial sum is exact in f32, so the bf16 raw gate is the
+    /// same for every gate mode and MMA order.
+    #[default]
+    Grid,
+    /// Plain bf16-rounded Gaussians: about 4 raw gates in 65 536 land on the
+    /// other side of a bf16 midpoint in f32 (spec §5).
+    Gaussian,
+}
+
+/// How `dt_bias` is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DtBias {
+    /// N(-1, 1): decays spread over `[e^lower_bound, 1]` (spec §8.13).
+    #[default]
+    Spread,
+    /// fla's inverse-softplus init of dt ∈ [1e-3, 1e-1]: realistic, but σ
+    /// saturates and almost every decay is exactly 1.
+    Fla,
+}
+
+/// Memory layout behind the `[slot, 3*dim, width]` conv-state view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConvLayout {
+    /// vLLM's DS `(blocks, dim, state_len)`: taps contiguous (the seed's layout).
+    #[default]
+    Ds,
+    /// vLLM's SD `(blocks, state_len, dim)`: channels contiguous.
+    Sd,
+}
+
+/// What to generate. Build with [`GenOptions::new`] and the setters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenOptions {
+    pub heads: u32,
+    /// Requests B.
+    pub requests: usize,
+    pub tokens: u32,
+    pub seed: u64,
+    pub has_bias: bool,
+    /// Cache slots S of `state` and `conv_state`; at least `1 + B*T` (slot 0 is
+    /// the null block). Default `B*T + 3`, leaving two slots nobody references.
+    pub num_slots: Option<usize>,
+    pub gate_inputs: GateInputs,
+    pub dt_bias: DtBias,
+    /// Probability that a request is padding (read slot 0 or -1).
+    pub padding: f64,
+    /// Probability that an eligible write slot of an active T > 1 request is a
+    /// hole (0 or -1). Eligible: neither the conv column 0 nor the read column.
+    pub holes: f64,
+    /// Store `weights` as F32 (vLLM keeps conv weights in f32); values stay
+    /// bf16-exact.
+    pub weights_f32: bool,
+    pub conv_layout: ConvLayout,
+    /// Conv columns beyond the ones the launch uses (never touched).
+    pub conv_extra: usize,
+    /// `slots` columns beyond T for T > 1 (never read; filled with -1).
+    pub slot_extra: usize,
+    pub lower_bound: f32,
+    pub eps: f32,
+}
+
+impl GenOptions {
+    pub fn new(heads: u32, requests: usize, tokens: u32) -> Self {
+        Self {
+            heads,
+            requests,
+            tokens,
+            seed: 0,
+            has_bias: true,
+            num_slots: None,
+            gate_inputs: GateInputs::Grid,
+            dt_bias: DtBias::Spread,
+            padding: 0.25,
+            holes: 0.25,
+            weights_f32: false,
+            conv_layout: ConvLayout::Ds,
+            conv_extra: 0,
+            slot_extra: 0,
+            lower_bound: -5.0,
+            eps: 1e-5,
+        }
+    }
+
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    pub fn has_bias(mut self, has_bias: bool) -> Self {
+        self.has_bias = has_bias;
+        self
+    }
+
+    pub fn num_slots(mut self, num_slots: usize) -> Self {
+        self.num_slots = Some(num_slots);
+        self
+    }
+
+    pub fn gate_inputs(mut self, gate_inputs: GateInputs) -> Self {
+        self.gate_inputs = gate_inputs;
+        self
+    }
+
+    pub fn dt_bias(mut self, dt_bias: DtBias) -> Self {
+        self.dt_bias = dt_bias;
+        self
+    }
+
+    pub fn padding(mut self, padding: f64) -> Self {
+        self.padding = padding;
+        self
+    }
+
+    pub fn holes(mut self, holes: f64) -> Self {
+        self.holes = holes;
+        self
+    }
+
+    pub fn weights_f32(mut self, weights_f32: bool) -> Self {
+        self.weights_f32 = weights_f32;
+        self
+    }
+
+    pub fn conv_layout(mut self, conv_layout: ConvLayout) -> Self {
+        self.conv_layout = conv_layout;
+        self
+    }
+
+    pub fn conv_extra(mut self, conv_extra: usize) -> Self {
+        self.conv_extra = conv_extra;
+        self
+    }
+
+    pub fn slot_extra(mut self, slot_extra: usize) -> Self {
+        self.slot_extra = slot_extra;
+        self
+    }
+
+    pub fn lower_bound(mut self, lower_bound: f32) -> Self {
+        self.lower_bound = lower_bound;
+        self
+    }
+
+    pub fn eps(mut self, eps: f32) -> Self {
+        self.eps = eps;
+        self
+    }
+
+    /// The slot count the generator uses.
+    pub fn resolved_num_slots(&self) -> usize {
+        self.num_slots
+            .unwrap_or(self.requests * self.tokens as usize + 3)
+    }
+}
+
+/// Generates one valid launch. Panics if `num_slots < 1 + B*T` (each request
+/// draws T distinct slots) or the probabilities are outside [0, 1].
+pub fn generate(options: &GenOptions) -> KdaArgs {
+    let o = options;
+    let (h, b, t) = (o.heads as usize, o.requests, o.tokens as usize);
+    let (dim, rows, slots) = (h * D, b * t, o.resolved_num_slots());
+    assert!(
+        slots > b * t,
+        "num_slots = {slots} leaves no room for {b} requests of {t} distinct slots plus the null slot"
+    );
+    let mut g = Gen(ChaCha8Rng::seed_from_u64(o.seed));
+
+    let x = g.bf16(vec![rows, 3 * dim], |g| g.normal(0.0, 1.0));
+    let weights = g.bf16(vec![3, 4, dim], |g| g.uniform(-0.5, 0.5));
+    let weights = if o.weights_f32 {
+        to_f32(&weights)
+    } else {
+        weights
+    };
+    let bias = g.bf16(vec![3 * dim], |g| g.uniform(-0.5, 0.5));
+
+    let width = if t == 1 { 3 } else { t + 2 } + o.conv_extra;
+    let conv_values: Vec<bf16> = (0..slots * 3 * dim * width)
+        .map(|_| bf16_rne(g.normal(0.0, 1.0)))
+        .collect();
+    let shape = vec![slots, 3 * dim, width];
+    let conv_state = match o.conv_layout {
+        ConvLayout::Ds => HostTensor::new(conv_values, shape),
+        ConvLayout::Sd => {
+            let strides = vec![width * 3 * dim, 1, 3 * dim];
+            HostTensor::strided(conv_values, shape, strides)
+        }
+    }
+    .expect("conv storage matches its view");
+
+    let f_b_std = (D as f64).powf(-0.5);
+    let raw_gate = g.bf16(vec![rows, D], |g| g.gate_operand(o.gate_inputs, 1.0, 6));
+    let beta = g.bf16(vec![rows, h], |g| g.normal(0.0, 1.0));
+    let a_log = g.f32(vec![h], |g| g.uniform(1.0, 16.0).ln());
+    let dt_bias = g.f32(vec![dim], |g| match o.dt_bias {
+        DtBias::Spread => g.normal(-1.0, 1.0),
+        DtBias::Fla => {
+            let dt = g.uniform(1e-3f64.ln(), 1e-1f64.ln()).exp().max(1e-4);
+            dt + (-(-dt).exp_m1()).ln()
+        }
+    });
+
+    let (slots_tensor, accepted) = g.slot_table(o, slots);
+
+    let state = g.f32(vec![slots, h, D, D], |g| g.normal(0.0, 0.1));
+    let output = HostTensor::new(
+        vec![bf16::from_f32(OUTPUT_SENTINEL); rows * dim],
+        vec![rows, dim],
+    )
+    .expect("output length");
+    let gate = g.bf16(vec![rows, dim], |g| g.normal(0.0, 1.0));
+    let norm_weight = g.bf16(vec![D], |g| g.uniform(0.5, 1.5));
+    let f_b_weight = g.bf16(vec![dim, D], |g| g.gate_operand(o.gate_inputs, f_b_std, 9));
+
+    KdaArgs {
+        x,
+        weights,
+        bias,
+        conv_state,
+        raw_gate,
+        beta,
+        a_log,
+        dt_bias,
+        slots: slots_tensor,
+        state,
+        output,
+        gate,
+        norm_weight,
+        lower_bound: o.lower_bound,
+        scale: (D as f32).powf(-0.5),
+        eps: o.eps,
+        f_b_weight,
+        accepted,
+    }
+}
+
+fn to_f32(t: &HostTensor) -> HostTensor {
+    let values = t.values().iter().map(|&v| v as f32).collect::<Vec<_>>();
+    HostTensor::new(values, t.shape().to_vec()).expect("same shape")
+}
+
+struct Gen(ChaCha8Rng);
+
+impl Gen {
+    fn normal(&mut self, mean: f64, std: f64) -> f64 {
+        Normal::new(mean, std)
+            .expect("finite std")
+            .sample(&mut self.0)
+    }
+
+    fn uniform(&mut self, low: f64, high: f64) -> f64 {
+        self.0.random_range(low..high)
+    }
+
+    fn bf16(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
+        let n = shape.iter().product();
+        let values: Vec<bf16> = (0..n).map(|_| bf16_rne(draw(self))).collect();
+        HostTensor::new(values, shape).expect("generated length")
+    }
+
+    fn f32(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
+        let n = shape.iter().product();
+        let values: Vec<f32> = (0..n).map(|_| draw(self) as f32).collect();
+        HostTensor::new(values, shape).expect("generated length")
+    }
+
+    /// N(0, std), optionally snapped to the grid `m·2^-bits`, |m| <= 127.
+    fn gate_operand(&mut self, inputs: GateInputs, std: f64, bits: i32) -> f64 {
+        let value = self.normal(0.0, std);
+        match inputs {
+            GateInputs::Gaussian => value,
+            GateInputs::Grid => {
+                let unit = 2f64.powi(-bits);
+                (value / unit).round().clamp(-127.0, 127.0) * unit
+            }
+        }
+    }
+
+    fn pad(&mut self) -> i32 {
+        if self.0.random_bool(0.5) { 0 } else { PAD_SLOT }
+    }
+
+    /// `slots` and `accepted`. Every request draws T distinct fresh slots (vLLM
+    /// gives each speculative token its own block); padding requests keep some
+    /// of theirs, so a wrongly taken padding branch writes a visible slot.
+    fn slot_table(&mut self, o: &GenOptions, num_slots: usize) -> (HostTensor, Option<HostTensor>) {
+        let (b, t) = (o.requests, o.tokens as usize);
+        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
+        pool.shuffle(&mut self.0);
+        let mut fresh = pool.into_iter();
+        let columns = if t == 1 { 1 } else { t + o.slot_extra };
+        let mut table = vec![PAD_SLOT; b * columns];
+        let mut accepted = Vec::with_capacity(b);
+        for request in 0..b {
+            let a = if t == 1 {
+                1
+            } else {
+                self.0.random_range(1..=t)
+            };
+            accepted.push(a as i32);
+            let padding = self.0.random_bool(o.padding);
+            let row = &mut table[request * columns..];
+            for (column, entry) in row[..t].iter_mut().enumerate() {
+                let slot = fresh.next().expect("num_slots checked");
+                let read = column == a - 1;
+                let unused = if padding {
+                    read || self.0.random_bool(0.5)
+                } else {
+                    !read && column != 0 && self.0.random_bool(o.holes)
+                };
+                *entry = if unused { self.pad() } else { slot };
+            }
+        }
+        let slots = if t == 1 {
+            HostTensor::new(table, vec![b])
+        } else {
+            HostTensor::new(table, vec![b, columns])
+        }
+        .expect("slot table length");
+        let accepted =
+            (t > 1).then(|| HostTensor::new(accepted, vec![b]).expect("accepted length"));
+        (slots, accepted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::KdaConfig;
+    use crate::reference::{Request, resolve};
+    use crate::validate::validate;
+
+    fn config(o: &GenOptions) -> KdaConfig {
+        KdaConfig::new(
+            o.heads,
+            o.requests as u32,
+            0,
+            o.has_bias,
+            &[0, 0, 0],
+            o.tokens,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn same_seed_same_case_and_all_variants_validate() {
+        for tokens in [1, 3, 8] {
+            for layout in [ConvLayout::Ds, ConvLayout::Sd] {
+                let o = GenOptions::new(2, 5, tokens)
+                    .seed(11)
+                    .conv_layout(layout)
+                    .conv_extra(1)
+                    .slot_extra(2)
+                    .weights_f32(true)
+                    .gate_inputs(GateInputs::Gaussian)
+                    .dt_bias(DtBias::Fla);
+                let a = generate(&o);
+                assert_eq!(a, generate(&o));
+                assert_eq!(validate(&config(&o), &a), vec![]);
+            }
+        }
+        assert_ne!(
+            generate(&GenOptions::new(1, 2, 1)),
+            generate(&GenOptions::new(1, 2, 1).seed(1))
+        );
+    }
+
+    #[test]
+    fn grid_operands_sit_on_their_grids() {
+        let a = generate(&GenOptions::new(1, 2, 1));
+        for (t, bits) in [(&a.raw_gate, 6), (&a.f_b_weight, 9)] {
+            for v in t.values() {
+                let m = v * 2f64.powi(bits);
+                assert!(m == m.round() && m.abs() <= 127.0, "{v}");
+            }
+        }
+    }
+
+    #[test]
+    fn padding_holes_and_accepted_are_drawn() {
+        let o = GenOptions::new(1, 64, 4).padding(0.3).holes(0.5).seed(3);
+        let a = generate(&o);
+        let plans: Vec<Request> = (0..o.requests).map(|b| resolve(4, &a, b)).collect();
+        let padding = plans.iter().filter(|p| **p == Request::Padding).count();
+        assert!((5..40).contains(&padding), "{padding}");
+        let holes = plans
+            .iter()
+            .filter_map(|p| match p {
+                Request::Active { writes, .. } => {
+                    Some(writes.iter().filter(|w| w.is_none()).count())
+                }
+                Request::Padding => None,
+            })
+            .sum::<usize>();
+        assert!(holes > 0);
+        let accepted = a.accepted.as_ref().unwrap().values();
+        for count in 1..=4 {
+            assert!(accepted.contains(&f64::from(count)));
+        }
+        assert!(
+            a.output
+                .values()
+                .iter()
+                .all(|&v| v == f64::from(OUTPUT_SENTINEL))
+        );
+    }
+}
