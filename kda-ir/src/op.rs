@@ -29,29 +29,41 @@ pub enum Special {
 }
 
 /// Binary arithmetic on two operands of the same type (ints or floats).
+///
+/// Semantics shared by the PTX backend and the simulator: integer `add`,
+/// `sub`, `mul` wrap; f32 ops round once to nearest even (never contracted
+/// into an fma); bf16 ops compute in f32 and round the result to bf16
+/// (nearest even).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum BinOp {
     Add,
     Sub,
     Mul,
-    /// Integer division truncates; float division is IEEE (`div.rn`).
+    /// Integer division truncates toward zero (per signedness); float
+    /// division is IEEE (`div.rn`). Integer division by zero is unspecified.
     Div,
-    /// Integer remainder (ints only).
+    /// Integer remainder (ints only), sign of the dividend (per signedness).
     Rem,
+    /// Float `min`/`max` return the other operand when one is NaN.
     Min,
     Max,
     /// Bitwise / logical ops: ints and `bool`.
     And,
     Or,
     Xor,
-    /// Shifts: ints only; `Shr` is arithmetic on signed types.
+    /// Shifts: ints only; `Shr` is arithmetic on signed types. The amount is
+    /// read as unsigned and clamps at the width (PTX semantics, not Rust's
+    /// masking): `shl` and unsigned `shr` by >= width give 0, signed `shr`
+    /// gives the sign fill.
     Shl,
     Shr,
 }
 
 /// Unary operations. `fast` selects the approximate hardware instruction
-/// (`ex2.approx`, `rcp.approx`...); otherwise the result is correctly rounded
-/// or as close as PTX allows.
+/// (`ex2.approx.ftz`, `rcp.approx.ftz`, `rsqrt.approx`; subnormals flush to
+/// zero); otherwise the result is correctly rounded (`sqrt`, `rcp`, `rsqrt`
+/// as `1 / sqrt`, `sigmoid` as `1 / (1 + exp(-x))` with IEEE division) or,
+/// for `exp`/`exp2`, within 1 ulp.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum UnOp {
     Neg,
@@ -115,11 +127,15 @@ pub enum Op {
     Fma { ftz: bool },
     /// `a -> ty(a)`.
     Un(UnOp),
-    /// `a, b -> bool`.
+    /// `a, b -> bool`. Float comparisons are ordered (false with a NaN)
+    /// except `ne`, which holds when either operand is NaN, as in Rust.
     Cmp(CmpOp),
     /// `cond: bool, a, b -> ty(a)`.
     Select,
-    /// `a -> result type`: value conversion; float narrowing rounds to nearest even.
+    /// `a -> result type`: value conversion. Float to int truncates toward
+    /// zero and saturates, NaN giving 0 (Rust's `as`); int to float and f32 to
+    /// bf16 round once to nearest even; int widening extends by the source's
+    /// signedness, narrowing keeps the low bits.
     Cvt,
     /// `a -> result type` of the same byte size: reinterpretation.
     Bitcast,

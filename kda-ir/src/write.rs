@@ -224,6 +224,10 @@ fn write_inst(
     }
     let m = mnemonic(&d.op);
     let idx = |xs: &[Value]| format!("[{}]", vals(k, xs));
+    // Operands by position; a malformed instruction (the verifier reports it)
+    // still prints.
+    let at = |n: usize| a.get(n).map_or_else(|| "<missing>".to_string(), |v| v.to_string());
+    let from = |n: usize| &a[n.min(a.len())..];
     match &d.op {
         Op::IConst(c) => write!(w, "{m} {c}")?,
         Op::FConst(c) => write!(w, "{m} {c:?}")?,
@@ -232,28 +236,28 @@ fn write_inst(
         Op::Extract(_) => write!(w, "{m} {}", vals(k, a))?,
         Op::LdGlobal { tensor, .. } => write!(w, "{m} {tensor}{}", idx(a))?,
         Op::StGlobal { tensor, predicated, .. } => {
-            let n = a.len() - 1 - *predicated as usize;
-            write!(w, "{m} {tensor}{}, {}", idx(&a[..n]), a[n])?;
+            let n = a.len().saturating_sub(1 + *predicated as usize);
+            write!(w, "{m} {tensor}{}, {}", idx(&a[..n]), at(n))?;
             if *predicated {
-                write!(w, " if {}", a[n + 1])?;
+                write!(w, " if {}", at(n + 1))?;
             }
         }
-        Op::LdShared { buffer } => write!(w, "{m} {buffer}[{}]", a[0])?,
-        Op::StShared { buffer } => write!(w, "{m} {buffer}[{}], {}", a[0], a[1])?,
+        Op::LdShared { buffer } => write!(w, "{m} {buffer}[{}]", at(0))?,
+        Op::StShared { buffer } => write!(w, "{m} {buffer}[{}], {}", at(0), at(1))?,
         Op::MbarInit { barrier } | Op::MbarArrive { barrier } => write!(w, "{m} {barrier}")?,
         Op::MbarArriveExpectTx { barrier, bytes } => write!(w, "{m} {barrier}, {bytes}")?,
         Op::MbarWait { barrier, phase } => write!(w, "{m} {barrier}, phase {phase}")?,
         Op::BarSync { id, threads } => write!(w, "{m} {id}, {threads}")?,
         Op::StAsync { buffer, barrier } => {
-            write!(w, "{m} {buffer}[{}], {}, cta {}, {barrier}", a[0], a[1], a[2])?
+            write!(w, "{m} {buffer}[{}], {}, cta {}, {barrier}", at(0), at(1), at(2))?
         }
-        Op::CpAsync { buffer, tensor } => write!(w, "{m} {buffer}[{}], {tensor}{}", a[0], idx(&a[1..]))?,
+        Op::CpAsync { buffer, tensor } => write!(w, "{m} {buffer}[{}], {tensor}{}", at(0), idx(from(1)))?,
         Op::CpAsyncWait(n) => write!(w, "{m} {n}")?,
         Op::BulkCopy { buffer, tensor, barrier, bytes, .. } => {
-            write!(w, "{m} {buffer}[{}], {tensor}{}, {bytes}, {barrier}", a[0], idx(&a[1..]))?
+            write!(w, "{m} {buffer}[{}], {tensor}{}, {bytes}, {barrier}", at(0), idx(from(1)))?
         }
         Op::If { then, els } => {
-            write!(w, "{m} {} ", a[0])?;
+            write!(w, "{m} {} ", at(0))?;
             open_region(w, k, *then)?;
             write_region_body(w, k, *then, depth + 1, notes)?;
             indent(w, depth);
@@ -264,9 +268,9 @@ fn write_inst(
             write!(w, "}}")?;
         }
         Op::For { body } => {
-            write!(w, "{m} {}..{} step {}", a[0], a[1], a[2])?;
+            write!(w, "{m} {}..{} step {}", at(0), at(1), at(2))?;
             if a.len() > 3 {
-                write!(w, " iter({})", vals(k, &a[3..]))?;
+                write!(w, " iter({})", vals(k, from(3)))?;
             }
             write!(w, " ")?;
             open_region(w, k, *body)?;

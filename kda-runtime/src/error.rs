@@ -19,5 +19,5 @@ pub enum RuntimeError {
     Build { kernel: String, msg: String },
     /// The simulator stopped: deadlock, out-of-bounds access, tx-byte overflow...
     #[error("{0}")]
-    Sim(String),
+    Sim(#[from] crate::sim::SimError),
 }

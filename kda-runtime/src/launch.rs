@@ -138,3 +138,71 @@ pub fn check_launch(
     }
     Ok(())
 }
+
+/// A host view of one tensor argument: its extents and element strides.
+#[derive(Clone, Debug)]
+pub struct TensorShape {
+    pub shape: Vec<usize>,
+    pub strides: Vec<usize>,
+}
+
+/// Bind the kernel's symbols from the actual tensors: every `Dim::Sym` in a
+/// tensor's shape or strides takes the matching extent or stride, constants
+/// must match exactly, and a symbol used in several places must agree.
+pub fn bind_syms(kernel: &Kernel, tensors: &[TensorShape]) -> Result<Vec<i64>, RuntimeError> {
+    let bad = |msg: String| Err(RuntimeError::BadLaunch { kernel: kernel.name.clone(), msg });
+    if tensors.len() != kernel.tensors.len() {
+        return bad(format!("{} tensors given, kernel declares {}", tensors.len(), kernel.tensors.len()));
+    }
+    let mut syms: Vec<Option<i64>> = vec![None; kernel.syms.len()];
+    for ((_, decl), actual) in kernel.tensors.iter().zip(tensors) {
+        if actual.shape.len() != decl.shape.len() || actual.strides.len() != decl.strides.len() {
+            return bad(format!(
+                "tensor `{}` has rank {}, kernel declares rank {}",
+                decl.name,
+                actual.shape.len(),
+                decl.shape.len()
+            ));
+        }
+        let pairs = decl
+            .shape
+            .iter()
+            .zip(&actual.shape)
+            .map(|(d, &n)| (d, n, "extent"))
+            .chain(decl.strides.iter().zip(&actual.strides).map(|(d, &n)| (d, n, "stride")));
+        for (i, (d, n, what)) in pairs.enumerate() {
+            let dim = i % decl.shape.len().max(1);
+            match *d {
+                Dim::Const(c) if c as usize != n => {
+                    return bad(format!(
+                        "tensor `{}` {what} {dim} is {n}, kernel was built for {c}",
+                        decl.name
+                    ));
+                }
+                Dim::Const(_) => {}
+                Dim::Sym(s) => {
+                    let slot = &mut syms[s.as_u32() as usize];
+                    match *slot {
+                        Some(prev) if prev != n as i64 => {
+                            return bad(format!(
+                                "symbol `{}` is {prev} elsewhere but tensor `{}` {what} {dim} is {n}",
+                                kernel.syms[s].name, decl.name
+                            ));
+                        }
+                        _ => *slot = Some(n as i64),
+                    }
+                }
+            }
+        }
+    }
+    syms.into_iter()
+        .zip(kernel.syms.values())
+        .map(|(v, d)| match v {
+            Some(v) => Ok(v),
+            None => Err(RuntimeError::BadLaunch {
+                kernel: kernel.name.clone(),
+                msg: format!("symbol `{}` is not bound by any tensor", d.name),
+            }),
+        })
+        .collect()
+}

@@ -1,7 +1,13 @@
 //! kda-runtime: the same launch API on a CUDA device and on a CPU simulator.
 
+pub mod any;
+pub mod cuda;
 pub mod error;
 pub mod launch;
+pub mod sim;
 
+pub use any::{AnyBuffer, AnyDevice, AnyModule};
+pub use cuda::{CudaBuffer, CudaDevice, CudaKernel, Graph};
 pub use error::RuntimeError;
-pub use launch::{Device, LaunchConfig, ScalarArg, check_launch};
+pub use launch::{Device, LaunchConfig, ScalarArg, TensorShape, bind_syms, check_launch};
+pub use sim::{SimBuffer, SimDevice, SimError, SimOptions};

@@ -1,1 +1,4 @@
-//! Scheduling passes (DESIGN §5), one file each.
+//! Scheduling passes (DESIGN §5), one file each. Every pass takes a verified
+//! kernel and leaves a verified kernel; `pipeline.rs` lists them in order.
+
+pub mod hoist_ready_loads;

@@ -1,0 +1,117 @@
+//! DSMEM and asynchronous copies: `st.async` into a cluster peer's buffer
+//! (completing bytes on the peer's mbarrier), `cp.async.cg` 16-byte copies
+//! with their commit/wait groups, and `cp.async.bulk` global -> shared
+//! completing on an mbarrier.
+
+use crate::entities::{Barrier, Buffer, Inst, Tensor};
+use crate::op::CachePolicy;
+use crate::types::Scalar;
+
+use super::PtxError;
+use super::emitter::{Bank, Emitter, brace};
+
+impl Emitter<'_> {
+    /// `mapa` the local element and barrier addresses to CTA `cta`'s, then
+    /// one `st.async` of 4, 8 or 16 bytes.
+    pub fn st_async(&mut self, i: Inst, buf: Buffer, bar: Barrier) -> Result<(), PtxError> {
+        let d = &self.k.insts[i];
+        let (idx, v, cta) = (d.args[0], d.args[1], d.args[2]);
+        let ty = self.k.ty(v);
+        if ty.elem == Scalar::Bool || ![4, 8, 16].contains(&ty.bytes()) {
+            return Err(self.err(i, format!("st.async moves 4, 8 or 16 bytes, not a {ty}")));
+        }
+        let cta = self.reg(cta);
+        let cta = self.narrow32(cta);
+        let (local, off) = self.shared_addr_parts(buf, idx);
+        let smem = self
+            .smem
+            .expect("a kernel with buffers has a shared window");
+        let l_elem = if off == 0 {
+            local
+        } else {
+            let r = self.new_reg(Bank::B32);
+            self.ins(format!("add.u32 {r}, {local}, {off}"));
+            r
+        };
+        let l_bar = self.new_reg(Bank::B32);
+        let (r_elem, r_bar) = (self.new_reg(Bank::B32), self.new_reg(Bank::B32));
+        self.ins(format!(
+            "add.u32 {l_bar}, {smem}, {}",
+            self.layout.barriers[bar]
+        ));
+        self.ins(format!(
+            "mapa.shared::cluster.u32 {r_elem}, {l_elem}, {cta}"
+        ));
+        self.ins(format!("mapa.shared::cluster.u32 {r_bar}, {l_bar}, {cta}"));
+        let regs = self.regs(v);
+        let (elem, ops) = match ty.elem {
+            Scalar::F32 => ("f32", regs),
+            Scalar::I64 | Scalar::U64 => ("b64", regs),
+            s => ("b32", self.words32(s, &regs)),
+        };
+        let vec = match ops.len() {
+            1 => "",
+            2 => ".v2",
+            _ => ".v4",
+        };
+        let src = if ops.len() == 1 {
+            ops[0].to_string()
+        } else {
+            brace(&ops)
+        };
+        self.ins(format!(
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.{elem} [{r_elem}], {src}, [{r_bar}]"
+        ));
+        Ok(())
+    }
+
+    pub fn cp_async(&mut self, i: Inst, buf: Buffer, t: Tensor) -> Result<(), PtxError> {
+        let d = &self.k.insts[i];
+        let dst = self.shared_addr(buf, d.args[0]);
+        let src = self.global_addr(i, t, &d.args[1..])?;
+        self.ins(format!("cp.async.cg.shared.global {dst}, [{src}], 16"));
+        Ok(())
+    }
+
+    pub fn cp_async_commit(&mut self) -> Result<(), PtxError> {
+        self.ins("cp.async.commit_group");
+        Ok(())
+    }
+
+    pub fn cp_async_wait(&mut self, n: u32) -> Result<(), PtxError> {
+        self.ins(format!("cp.async.wait_group {n}"));
+        Ok(())
+    }
+
+    pub fn bulk_copy(
+        &mut self,
+        i: Inst,
+        buf: Buffer,
+        t: Tensor,
+        bar: Barrier,
+        bytes: u32,
+        policy: CachePolicy,
+    ) -> Result<(), PtxError> {
+        if bytes == 0 || !bytes.is_multiple_of(16) {
+            return Err(self.err(
+                i,
+                format!("a bulk copy moves a positive multiple of 16 bytes, not {bytes}"),
+            ));
+        }
+        let d = &self.k.insts[i];
+        let dst = self.shared_addr(buf, d.args[0]);
+        let src = self.global_addr(i, t, &d.args[1..])?;
+        let smem = self
+            .smem
+            .expect("a kernel with buffers has a shared window");
+        let bar_addr = format!("[{smem}+{}]", self.layout.barriers[bar]);
+        let (hint, pol) = match (policy, self.evict_first) {
+            (CachePolicy::EvictFirst, Some(p)) => (".L2::cache_hint", format!(", {p}")),
+            _ => ("", String::new()),
+        };
+        self.ins(format!(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{hint} {dst}, [{src}], {bytes}, {bar_addr}{pol}"
+        ));
+        Ok(())
+    }
+}

@@ -1,0 +1,314 @@
+//! The lowering state: virtual registers, labels, the output text, and the
+//! dispatch from each IR op to its family's emitter.
+
+use std::fmt::{self, Write};
+
+use cranelift_entity::SecondaryMap;
+
+use crate::entities::{Inst, Region, Sym, Tensor, Value};
+use crate::kernel::Kernel;
+use crate::loc::Loc;
+use crate::op::Op;
+use crate::types::{Scalar, Type};
+
+use super::{Layout, PtxError, annotate};
+
+/// A register class; one `.reg` declaration each.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum Bank {
+    Pred,
+    B16,
+    B32,
+    B64,
+    F32,
+}
+
+impl Bank {
+    pub(super) const ALL: [Bank; 5] = [Bank::Pred, Bank::B16, Bank::B32, Bank::B64, Bank::F32];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    pub(super) fn prefix(self) -> &'static str {
+        match self {
+            Bank::Pred => "p",
+            Bank::B16 => "h",
+            Bank::B32 => "r",
+            Bank::B64 => "rd",
+            Bank::F32 => "f",
+        }
+    }
+
+    pub(super) fn decl_type(self) -> &'static str {
+        match self {
+            Bank::Pred => ".pred",
+            Bank::B16 => ".b16",
+            Bank::B32 => ".b32",
+            Bank::B64 => ".b64",
+            Bank::F32 => ".f32",
+        }
+    }
+
+    pub(super) fn of(s: Scalar) -> Bank {
+        match s {
+            Scalar::Bool => Bank::Pred,
+            Scalar::BF16 => Bank::B16,
+            Scalar::I32 | Scalar::U32 => Bank::B32,
+            Scalar::I64 | Scalar::U64 => Bank::B64,
+            Scalar::F32 => Bank::F32,
+        }
+    }
+}
+
+/// One virtual register.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) struct Reg {
+    pub bank: Bank,
+    pub n: u32,
+}
+
+impl fmt::Display for Reg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}{}", self.bank.prefix(), self.n)
+    }
+}
+
+/// `{a, b, c}`: a PTX vector operand.
+pub(super) fn brace(regs: &[Reg]) -> String {
+    let names: Vec<String> = regs.iter().map(|r| r.to_string()).collect();
+    format!("{{{}}}", names.join(", "))
+}
+
+pub(super) struct Emitter<'k> {
+    pub k: &'k Kernel,
+    pub layout: Layout,
+    body: String,
+    counts: [u32; 5],
+    regs: SecondaryMap<Value, Vec<Reg>>,
+    labels: u32,
+    last_loc: Option<Loc>,
+    /// Depth of control flow whose condition may differ between the lanes of
+    /// a warp (`if`, loops); `.aligned` forms are used only at depth 0.
+    pub divergent: u32,
+    pub tensor_base: SecondaryMap<Tensor, Option<Reg>>,
+    pub sym_reg: SecondaryMap<Sym, Option<Reg>>,
+    /// 32-bit shared-window address of the dynamic shared memory.
+    pub smem: Option<Reg>,
+    /// `%tid.x / 32`, for role dispatch.
+    pub warp: Option<Reg>,
+    pub tid: Option<Reg>,
+    /// The `createpolicy` L2 evict-first policy.
+    pub evict_first: Option<Reg>,
+}
+
+impl<'k> Emitter<'k> {
+    pub fn new(k: &'k Kernel) -> Emitter<'k> {
+        Emitter {
+            k,
+            layout: Layout::of(k),
+            body: String::new(),
+            counts: [0; 5],
+            regs: SecondaryMap::new(),
+            labels: 0,
+            last_loc: None,
+            divergent: 0,
+            tensor_base: SecondaryMap::new(),
+            sym_reg: SecondaryMap::new(),
+            smem: None,
+            warp: None,
+            tid: None,
+            evict_first: None,
+        }
+    }
+
+    pub fn run(mut self) -> Result<String, PtxError> {
+        self.prologue()?;
+        let body = self.k.body;
+        self.region(body)?;
+        self.ret();
+        Ok(self.module())
+    }
+
+    /// Registers declared so far, per bank.
+    pub fn reg_counts(&self) -> impl Iterator<Item = (Bank, u32)> + '_ {
+        Bank::ALL
+            .into_iter()
+            .map(|b| (b, self.counts[b.index()]))
+            .filter(|&(_, n)| n > 0)
+    }
+
+    pub fn take_body(&mut self) -> String {
+        std::mem::take(&mut self.body)
+    }
+
+    // ---- registers
+
+    pub fn new_reg(&mut self, bank: Bank) -> Reg {
+        let n = self.counts[bank.index()];
+        self.counts[bank.index()] += 1;
+        Reg { bank, n }
+    }
+
+    pub fn new_regs(&mut self, ty: Type) -> Vec<Reg> {
+        (0..ty.lanes)
+            .map(|_| self.new_reg(Bank::of(ty.elem)))
+            .collect()
+    }
+
+    /// Give `v` fresh registers (one per lane) and return them.
+    pub fn def(&mut self, v: Value) -> Vec<Reg> {
+        let regs = self.new_regs(self.k.ty(v));
+        self.regs[v] = regs.clone();
+        regs
+    }
+
+    /// The single register of a scalar result.
+    pub fn def1(&mut self, v: Value) -> Reg {
+        self.def(v)[0]
+    }
+
+    /// Make `v` live in existing registers (loop results share the carried ones).
+    pub fn alias(&mut self, v: Value, regs: Vec<Reg>) {
+        self.regs[v] = regs;
+    }
+
+    pub fn regs(&self, v: Value) -> Vec<Reg> {
+        let r = &self.regs[v];
+        assert!(
+            !r.is_empty(),
+            "{v} used before it is defined (unverified kernel?)"
+        );
+        r.clone()
+    }
+
+    /// The register of a scalar value.
+    pub fn reg(&self, v: Value) -> Reg {
+        self.regs(v)[0]
+    }
+
+    // ---- output
+
+    /// One instruction line.
+    pub fn ins(&mut self, text: impl AsRef<str>) {
+        let _ = writeln!(self.body, "\t{};", text.as_ref());
+    }
+
+    /// One predicated instruction line.
+    pub fn ins_if(&mut self, pred: Option<Reg>, text: impl AsRef<str>) {
+        match pred {
+            Some(p) => {
+                let _ = writeln!(self.body, "\t@{p} {};", text.as_ref());
+            }
+            None => self.ins(text),
+        }
+    }
+
+    pub fn new_label(&mut self, what: &str) -> String {
+        self.labels += 1;
+        format!("$L_{what}_{}", self.labels)
+    }
+
+    pub fn label(&mut self, l: &str) {
+        let _ = writeln!(self.body, "{l}:");
+    }
+
+    pub fn comment(&mut self, text: &str) {
+        let _ = writeln!(self.body, "\t// {text}");
+    }
+
+    /// Annotate what follows with `i`'s DSL location if it changed.
+    pub fn at(&mut self, i: Inst) {
+        let loc = &self.k.insts[i].loc;
+        if self.last_loc.as_ref() != Some(loc) {
+            let line = format!("{loc}  {}", annotate::inst_line(self.k, i));
+            self.comment(&line);
+            self.last_loc = Some(loc.clone());
+        }
+    }
+
+    /// Forget the last location (the next instruction is annotated again).
+    pub fn reset_loc(&mut self) {
+        self.last_loc = None;
+    }
+
+    pub fn err(&self, i: Inst, msg: impl Into<String>) -> PtxError {
+        PtxError {
+            loc: self.k.insts[i].loc.clone(),
+            msg: msg.into(),
+        }
+    }
+
+    // ---- dispatch
+
+    /// Lower a region's instructions; returns the values its `yield` passes on.
+    pub fn region(&mut self, r: Region) -> Result<Vec<Value>, PtxError> {
+        let k = self.k;
+        for &i in &k.regions[r].insts {
+            if k.insts[i].op == Op::Yield {
+                return Ok(k.insts[i].args.clone());
+            }
+            self.inst(i)?;
+        }
+        Ok(vec![])
+    }
+
+    fn inst(&mut self, i: Inst) -> Result<(), PtxError> {
+        let k = self.k;
+        let d = &k.insts[i];
+        self.at(i);
+        match &d.op {
+            Op::IConst(c) => self.iconst(i, *c),
+            Op::FConst(c) => self.fconst(i, *c),
+            Op::Special(s) => self.special(i, *s),
+            Op::Param(s) => self.param(i, *s),
+            Op::Bin(b) => self.bin(i, *b),
+            Op::Fma { ftz } => self.fma(i, *ftz),
+            Op::Un(u) => self.un(i, *u),
+            Op::Cmp(c) => self.cmp(i, *c),
+            Op::Select => self.select(i),
+            Op::Cvt => self.cvt(i),
+            Op::Bitcast => self.bitcast(i),
+            Op::Pack => self.pack(i),
+            Op::Extract(n) => self.extract(i, *n),
+            Op::LdGlobal { tensor, policy } => self.ld_global(i, *tensor, *policy),
+            Op::StGlobal {
+                tensor,
+                policy,
+                predicated,
+            } => self.st_global(i, *tensor, *policy, *predicated),
+            Op::LdShared { buffer } => self.ld_shared(i, *buffer),
+            Op::StShared { buffer } => self.st_shared(i, *buffer),
+            Op::Shfl(m) => self.shfl(i, *m),
+            Op::ElectSync => self.elect(i),
+            Op::Mma16816 => self.mma(i),
+            Op::MbarInit { barrier } => self.mbar_init(*barrier),
+            Op::MbarArrive { barrier } => self.mbar_arrive(*barrier, None),
+            Op::MbarArriveExpectTx { barrier, bytes } => self.mbar_arrive(*barrier, Some(*bytes)),
+            Op::MbarWait { barrier, phase } => self.mbar_wait(*barrier, *phase),
+            Op::FenceMbarInit => self.fence_mbarrier_init(),
+            Op::FenceProxyAsync => self.fence_proxy_async(),
+            Op::ClusterArrive { relaxed } => self.cluster_arrive(*relaxed),
+            Op::ClusterWait => self.cluster_wait(),
+            Op::BarSync { id, threads } => self.bar_sync(*id, *threads),
+            Op::StAsync { buffer, barrier } => self.st_async(i, *buffer, *barrier),
+            Op::CpAsync { buffer, tensor } => self.cp_async(i, *buffer, *tensor),
+            Op::CpAsyncCommit => self.cp_async_commit(),
+            Op::CpAsyncWait(n) => self.cp_async_wait(*n),
+            Op::BulkCopy {
+                buffer,
+                tensor,
+                barrier,
+                bytes,
+                policy,
+            } => self.bulk_copy(i, *buffer, *tensor, *barrier, *bytes, *policy),
+            Op::GridDepWait => self.griddep_wait(),
+            Op::GridDepLaunch => self.griddep_launch(),
+            Op::If { then, els } => self.if_(i, *then, *els),
+            Op::For { body } => self.for_(i, *body),
+            Op::While { cond, body } => self.while_(i, *cond, *body),
+            Op::InRole { role, body } => self.in_role(i, *role, *body),
+            Op::Yield => Err(self.err(i, "`yield` outside the end of a region")),
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Barriers, fences and programmatic dependent launch: `mbarrier.*`,
+//! `fence.*`, `barrier.cluster.*`, `bar.sync`, `griddepcontrol.*`.
+//!
+//! Cluster barriers and `bar.sync` use their `.aligned` forms (all lanes of
+//! the warp execute the same instruction) only outside data-dependent
+//! control flow: roles are warp-aligned, so a role body alone keeps warps
+//! converged, but an `if` or a loop may not.
+
+use crate::entities::Barrier;
+
+use super::PtxError;
+use super::emitter::{Bank, Emitter};
+
+impl Emitter<'_> {
+    fn barrier_addr(&self, b: Barrier) -> String {
+        let smem = self
+            .smem
+            .expect("a kernel with mbarriers has a shared window");
+        format!("[{smem}+{}]", self.layout.barriers[b])
+    }
+
+    fn aligned(&self) -> &'static str {
+        if self.divergent == 0 { ".aligned" } else { "" }
+    }
+
+    pub fn mbar_init(&mut self, b: Barrier) -> Result<(), PtxError> {
+        let n = self.k.barriers[b].arrivals;
+        let addr = self.barrier_addr(b);
+        self.ins(format!("mbarrier.init.shared::cta.b64 {addr}, {n}"));
+        Ok(())
+    }
+
+    /// One arrival; with `tx`, it also raises the phase's expected bytes.
+    pub fn mbar_arrive(&mut self, b: Barrier, tx: Option<u32>) -> Result<(), PtxError> {
+        let addr = self.barrier_addr(b);
+        match tx {
+            Some(bytes) => self.ins(format!(
+                "mbarrier.arrive.expect_tx.shared::cta.b64 _, {addr}, {bytes}"
+            )),
+            None => self.ins(format!("mbarrier.arrive.shared::cta.b64 _, {addr}")),
+        }
+        Ok(())
+    }
+
+    /// Spin on `try_wait.parity` until the phase with parity `phase & 1` completes.
+    pub fn mbar_wait(&mut self, b: Barrier, phase: u32) -> Result<(), PtxError> {
+        let addr = self.barrier_addr(b);
+        let done = self.new_reg(Bank::Pred);
+        let again = self.new_label("wait");
+        self.label(&again);
+        self.ins(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {done}, {addr}, {}",
+            phase & 1
+        ));
+        self.ins(format!("@!{done} bra {again}"));
+        Ok(())
+    }
+
+    pub fn fence_mbarrier_init(&mut self) -> Result<(), PtxError> {
+        self.ins("fence.mbarrier_init.release.cluster");
+        Ok(())
+    }
+
+    pub fn fence_proxy_async(&mut self) -> Result<(), PtxError> {
+        self.ins("fence.proxy.async.shared::cta");
+        Ok(())
+    }
+
+    pub fn cluster_arrive(&mut self, relaxed: bool) -> Result<(), PtxError> {
+        let relaxed = if relaxed { ".relaxed" } else { "" };
+        self.ins(format!("barrier.cluster.arrive{relaxed}{}", self.aligned()));
+        Ok(())
+    }
+
+    pub fn cluster_wait(&mut self) -> Result<(), PtxError> {
+        self.ins(format!("barrier.cluster.wait{}", self.aligned()));
+        Ok(())
+    }
+
+    pub fn bar_sync(&mut self, id: u8, threads: u32) -> Result<(), PtxError> {
+        if self.divergent == 0 {
+            self.ins(format!("bar.sync {id}, {threads}"));
+        } else {
+            self.ins(format!("barrier.sync {id}, {threads}"));
+        }
+        Ok(())
+    }
+
+    pub fn griddep_wait(&mut self) -> Result<(), PtxError> {
+        self.ins("griddepcontrol.wait");
+        Ok(())
+    }
+
+    pub fn griddep_launch(&mut self) -> Result<(), PtxError> {
+        self.ins("griddepcontrol.launch_dependents");
+        Ok(())
+    }
+}

@@ -1,0 +1,206 @@
+//! Assembling PTX with `ptxas -arch=sm_90a -v` and reading its resource
+//! report (registers, spills, shared memory, stack), so tests can hold every
+//! generated variant to the budgets.
+//!
+//! `ptxas` is looked up in order: `$KDA_PTXAS`; `<workspace>/.tools/ptxas/bin/ptxas`
+//! (what `scripts/provision-ptxas.sh` installs from the pinned
+//! `nvidia-cuda-nvcc-cu12` wheel); `ptxas` on `PATH`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// What `ptxas -v` reports for the (one) entry of a module.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PtxasReport {
+    pub registers: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub stack_frame: u32,
+    /// Static shared memory (dynamic shared memory is not counted).
+    pub shared_bytes: u32,
+    /// Named barriers used (`bar.sync` ids).
+    pub barriers: u32,
+    /// The whole `-v` log.
+    pub log: String,
+}
+
+impl PtxasReport {
+    pub fn spills(&self) -> u32 {
+        self.spill_stores + self.spill_loads
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PtxasError {
+    #[error(
+        "ptxas not found: set KDA_PTXAS, put ptxas on PATH, or run scripts/provision-ptxas.sh \
+         (installs it into <workspace>/.tools/ptxas/bin)"
+    )]
+    NotFound,
+    #[error("running {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("ptxas rejected the PTX:\n{stderr}")]
+    Rejected { stderr: String },
+    #[error("cannot read the ptxas -v report:\n{log}")]
+    Report { log: String },
+}
+
+/// The workspace root: the nearest directory above the crate (or the current
+/// directory) holding `.tools`, or a `Cargo.toml` with `[workspace]`.
+pub fn workspace_root() -> Option<PathBuf> {
+    let starts = [
+        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+        std::env::current_dir().ok(),
+    ];
+    starts.into_iter().flatten().find_map(|start| {
+        start
+            .ancestors()
+            .find(|d| is_workspace_root(d))
+            .map(Path::to_path_buf)
+    })
+}
+
+fn is_workspace_root(d: &Path) -> bool {
+    d.join(".tools").is_dir()
+        || std::fs::read_to_string(d.join("Cargo.toml")).is_ok_and(|t| t.contains("[workspace]"))
+}
+
+/// The ptxas to run, if any.
+pub fn find() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("KDA_PTXAS").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(root) = workspace_root() {
+        let p = root.join(".tools/ptxas/bin/ptxas");
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("ptxas"))
+        .find(|p| p.is_file())
+}
+
+/// Assemble `ptx` for sm_90a and return ptxas's resource report.
+pub fn assemble(ptx: &str) -> Result<PtxasReport, PtxasError> {
+    let ptxas = find().ok_or(PtxasError::NotFound)?;
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let stem = format!(
+        "kda-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let dir = std::env::temp_dir();
+    let (src, out) = (
+        dir.join(format!("{stem}.ptx")),
+        dir.join(format!("{stem}.cubin")),
+    );
+    let io_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PtxasError::Io { path, source }
+    };
+    std::fs::write(&src, ptx).map_err(io_err(&src))?;
+    let run = Command::new(&ptxas)
+        .arg("-arch=sm_90a")
+        .arg("-v")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .map_err(io_err(&ptxas));
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&out);
+    let run = run?;
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if !run.status.success() {
+        return Err(PtxasError::Rejected {
+            stderr: with_context(&stderr, ptx),
+        });
+    }
+    parse_report(format!("{stdout}{stderr}"))
+}
+
+/// ptxas errors name PTX lines (`a.ptx, line 42; error ...`): quote them.
+fn with_context(stderr: &str, ptx: &str) -> String {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut out = String::new();
+    for l in stderr.lines() {
+        out.push_str(l);
+        out.push('\n');
+        let n = l
+            .split(", line ")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .and_then(|n| n.trim().parse::<usize>().ok());
+        if let Some(text) = n.and_then(|n| lines.get(n.wrapping_sub(1))) {
+            out.push_str(&format!("    | {}\n", text.trim()));
+        }
+    }
+    out
+}
+
+/// The number just before `what` (`"14 registers"` -> 14), if `what` occurs.
+fn number_before(log: &str, what: &str) -> Option<u32> {
+    let at = log.find(what)?;
+    log[..at].split_whitespace().last()?.parse().ok()
+}
+
+fn parse_report(log: String) -> Result<PtxasReport, PtxasError> {
+    let get = |what| number_before(&log, what);
+    let (Some(registers), Some(stack_frame), Some(spill_stores), Some(spill_loads)) = (
+        get(" registers"),
+        get(" bytes stack frame"),
+        get(" bytes spill stores"),
+        get(" bytes spill loads"),
+    ) else {
+        return Err(PtxasError::Report { log });
+    };
+    Ok(PtxasReport {
+        registers,
+        spill_stores,
+        spill_loads,
+        stack_frame,
+        shared_bytes: get(" bytes smem").unwrap_or(0),
+        barriers: get(" barriers").unwrap_or(0),
+        log,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_report() {
+        let log = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n\
+                   ptxas info    : Function properties for k\n    \
+                   8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+                   ptxas info    : Used 40 registers, used 2 barriers, 256 bytes smem, 400 bytes cmem[0]\n";
+        let r = parse_report(log.into()).unwrap();
+        assert_eq!(
+            (
+                r.registers,
+                r.stack_frame,
+                r.spill_stores,
+                r.spill_loads,
+                r.shared_bytes,
+                r.barriers
+            ),
+            (40, 8, 4, 12, 256, 2)
+        );
+    }
+
+    #[test]
+    fn quotes_the_rejected_line() {
+        let s = with_context(
+            "x.ptx, line 2; error   : Unknown symbol 'q'",
+            "a\n  mov.u32 %r1, q;\n",
+        );
+        assert!(s.contains("| mov.u32 %r1, q;"), "{s}");
+    }
+}

@@ -1,0 +1,122 @@
+//! Declarations: the launch shape, tensors, scalars, shared buffers and
+//! mbarriers, and the shared-memory budget they add up to.
+
+use super::Ctx;
+use super::signature::MAX_TX;
+use crate::loc::Loc;
+use crate::types::Scalar;
+
+/// Shared memory one CTA may use on sm_90 (227 KiB).
+pub(crate) const SMEM_LIMIT: u64 = 227 * 1024;
+
+/// Bytes (and alignment) of one mbarrier.
+const MBARRIER_BYTES: u64 = 8;
+
+pub(super) fn check(cx: &mut Ctx) {
+    launch(cx);
+    tensors(cx);
+    buffers(cx);
+    barriers(cx);
+    budget(cx);
+}
+
+fn launch(cx: &mut Ctx) {
+    let l = &cx.k.launch;
+    let here = Loc::synthetic();
+    if l.block == 0 || l.block % 32 != 0 || l.block > 1024 {
+        cx.decl_error(&here, format!("block of {} threads; allowed: a positive multiple of 32 up to 1024", l.block));
+    }
+    if !(1..=16).contains(&l.cluster) {
+        cx.decl_error(&here, format!("cluster of {} CTAs; allowed: 1 to 16", l.cluster));
+    }
+    if l.min_blocks_per_sm == Some(0) {
+        cx.decl_error(&here, "min_blocks 0; allowed: a positive count of CTAs per SM");
+    }
+}
+
+fn tensors(cx: &mut Ctx) {
+    let k = cx.k;
+    for (t, d) in k.tensors.iter() {
+        let name = format!("tensor {t} {:?}", d.name);
+        if d.shape.len() != d.strides.len() {
+            cx.decl_error(
+                &d.loc,
+                format!("{name} has {} dimensions but {} strides; give one stride per dimension", d.shape.len(), d.strides.len()),
+            );
+        }
+        if d.dtype == Scalar::Bool {
+            cx.decl_error(&d.loc, format!("{name} has dtype bool, which has no memory form; use a numeric dtype"));
+        } else if !d.align.is_power_of_two() || d.align < d.dtype.bytes() {
+            cx.decl_error(
+                &d.loc,
+                format!("{name} declares align {}; allowed: a power of two of at least {} (its dtype's size)", d.align, d.dtype.bytes()),
+            );
+        }
+    }
+    for (s, d) in k.scalars.iter() {
+        if d.ty == Scalar::Bool {
+            cx.decl_error(&d.loc, format!("scalar {s} {:?} is bool, which cannot be passed at launch; pass an integer", d.name));
+        }
+    }
+}
+
+fn buffers(cx: &mut Ctx) {
+    let k = cx.k;
+    for (b, d) in k.buffers.iter() {
+        let name = format!("shared buffer {b} {:?}", d.name);
+        if d.elem == Scalar::Bool {
+            cx.decl_error(&d.loc, format!("{name} has bool elements, which have no memory form; use a numeric type"));
+        } else if !d.align.is_power_of_two() || d.align < d.elem.bytes() {
+            cx.decl_error(
+                &d.loc,
+                format!("{name} declares align {}; allowed: a power of two of at least {} (its element's size)", d.align, d.elem.bytes()),
+            );
+        }
+        if d.len == 0 {
+            cx.decl_error(&d.loc, format!("{name} has no elements; allowed: a positive length"));
+        }
+    }
+}
+
+fn barriers(cx: &mut Ctx) {
+    let k = cx.k;
+    for (b, d) in k.barriers.iter() {
+        let name = format!("mbarrier {b} {:?}", d.name);
+        if d.arrivals == 0 || d.arrivals > MAX_TX {
+            cx.decl_error(&d.loc, format!("{name} counts {} arrivals per phase; allowed: 1..={MAX_TX}", d.arrivals));
+        }
+        if d.tx_bytes > MAX_TX {
+            cx.decl_error(
+                &d.loc,
+                format!("{name} expects {} transaction bytes per phase; allowed: at most {MAX_TX}", d.tx_bytes),
+            );
+        }
+    }
+}
+
+/// Buffers and mbarriers laid out largest alignment first (the least padding
+/// any layout can have) must fit in [`SMEM_LIMIT`].
+fn budget(cx: &mut Ctx) {
+    let k = cx.k;
+    let mut items: Vec<(u64, u64)> =
+        k.buffers.values().map(|d| (d.bytes() as u64, d.align.max(1).next_power_of_two() as u64)).collect();
+    items.extend(k.barriers.values().map(|_| (MBARRIER_BYTES, MBARRIER_BYTES)));
+    items.sort_by_key(|&(_, align)| std::cmp::Reverse(align));
+    let total = items.iter().fold(0u64, |at, &(bytes, align)| at.next_multiple_of(align) + bytes);
+    if total <= SMEM_LIMIT {
+        return;
+    }
+    let buffers: u64 = k.buffers.values().map(|d| d.bytes() as u64).sum();
+    let nbar = k.barriers.len() as u64;
+    let largest = k.buffers.iter().max_by_key(|(_, d)| d.bytes());
+    let (loc, which) = match largest {
+        Some((b, d)) => (d.loc.clone(), format!("; the largest buffer is {b} {:?} ({} bytes)", d.name, d.bytes())),
+        None => (Loc::synthetic(), String::new()),
+    };
+    cx.decl_error(
+        &loc,
+        format!(
+            "shared memory needs {total} bytes (buffers {buffers} + {nbar} mbarriers × 8, with alignment); the limit is {SMEM_LIMIT} bytes (227 KiB) per CTA{which}"
+        ),
+    );
+}

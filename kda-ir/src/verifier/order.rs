@@ -1,0 +1,163 @@
+//! Ordering: what must already have happened on the same threads when a read
+//! or a send runs. Produced tensors are read after `pdl.wait`, guarded buffers
+//! after a wait on their guard, DSMEM sends after the cluster barrier that
+//! follows the target barrier's initialisation.
+//!
+//! A forward walk over the region tree carries the facts established so far
+//! (see the module doc of the verifier for how they flow through regions).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Ctx, Layout};
+use crate::entities::{Barrier, Region, Role};
+use crate::kernel::Provenance;
+use crate::op::Op;
+
+pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
+    let k = cx.k;
+    let mut first_init = BTreeMap::new();
+    for &i in &layout.order {
+        if let Op::MbarInit { barrier } = k.insts[i].op {
+            first_init.entry(barrier).or_insert(layout.pos(i).expect("in layout"));
+        }
+    }
+    let mut w = Walk { cx, layout, first_init };
+    let mut s = State::default();
+    w.region(k.body, &mut s);
+}
+
+/// What the threads running here have passed on every path.
+#[derive(Clone, Default)]
+struct Facts {
+    pdl: bool,
+    /// The latest `cluster.wait` (by layout position) passed.
+    cluster: Option<usize>,
+    waited: BTreeSet<Barrier>,
+}
+
+impl Facts {
+    /// What holds after either of two paths.
+    fn meet(&self, o: &Facts) -> Facts {
+        Facts {
+            pdl: self.pdl && o.pdl,
+            cluster: self.cluster.zip(o.cluster).map(|(a, b)| a.min(b)),
+            waited: self.waited.intersection(&o.waited).copied().collect(),
+        }
+    }
+
+    /// What holds after both.
+    fn join(&self, o: &Facts) -> Facts {
+        Facts {
+            pdl: self.pdl || o.pdl,
+            cluster: self.cluster.max(o.cluster),
+            waited: self.waited.union(&o.waited).copied().collect(),
+        }
+    }
+}
+
+/// Facts of the threads running here, and of each role's threads from the
+/// role regions they ran.
+#[derive(Clone, Default)]
+struct State {
+    here: Facts,
+    roles: BTreeMap<Role, Facts>,
+}
+
+impl State {
+    fn meet(&self, o: &State) -> State {
+        State {
+            here: self.here.meet(&o.here),
+            roles: self
+                .roles
+                .iter()
+                .filter_map(|(r, f)| o.roles.get(r).map(|g| (*r, f.meet(g))))
+                .collect(),
+        }
+    }
+}
+
+struct Walk<'a, 'k> {
+    cx: &'a mut Ctx<'k>,
+    layout: &'a Layout,
+    first_init: BTreeMap<Barrier, usize>,
+}
+
+impl Walk<'_, '_> {
+    fn region(&mut self, r: Region, s: &mut State) {
+        let k = self.cx.k;
+        for &i in &k.regions[r].insts {
+            let m = self.cx.mnemonic(i);
+            match k.insts[i].op {
+                Op::LdGlobal { tensor, .. } | Op::CpAsync { tensor, .. } | Op::BulkCopy { tensor, .. }
+                    if k.tensors[tensor].provenance == Provenance::Produced && !s.here.pdl =>
+                {
+                    let msg = format!(
+                        "`{m}` reads {}, which the preceding launch produces, before `pdl.wait`; wait for the preceding launch first (only ready tensors may be read before the wait)",
+                        self.cx.tensor(tensor)
+                    );
+                    self.cx.error(i, msg);
+                }
+                Op::LdShared { buffer } => {
+                    if let Some(g) = k.buffers[buffer].guard {
+                        if !s.here.waited.contains(&g) {
+                            let msg = format!(
+                                "`ld.shared` reads {}, which {} guards, before these threads wait on that barrier; add an `mbarrier.wait` on it first, on every path in this role",
+                                self.cx.buffer(buffer),
+                                self.cx.barrier(g)
+                            );
+                            self.cx.error(i, msg);
+                        }
+                    }
+                }
+                Op::StAsync { barrier, .. } => match self.first_init.get(&barrier) {
+                    None => {
+                        let msg = format!(
+                            "`st.async` completes bytes on {} of a peer CTA, but no `mbarrier.init` initialises that barrier",
+                            self.cx.barrier(barrier)
+                        );
+                        self.cx.error(i, msg);
+                    }
+                    Some(&init) if s.here.cluster.is_none_or(|c| c < init) => {
+                        let at = &k.insts[self.layout.order[init]].loc;
+                        let msg = format!(
+                            "`st.async` sends to {} of a peer CTA before a `cluster.wait` that follows its `mbarrier.init` (at {at}); the peer's barrier may not be initialised yet: pass `cluster.arrive` and `cluster.wait` after the init first",
+                            self.cx.barrier(barrier)
+                        );
+                        self.cx.error(i, msg);
+                    }
+                    Some(_) => {}
+                },
+                _ => {}
+            }
+            match k.insts[i].op {
+                Op::GridDepWait => s.here.pdl = true,
+                Op::MbarWait { barrier, .. } => {
+                    s.here.waited.insert(barrier);
+                }
+                Op::ClusterWait => s.here.cluster = s.here.cluster.max(self.layout.pos(i)),
+                Op::If { then, els } => {
+                    let (mut a, mut b) = (s.clone(), s.clone());
+                    self.region(then, &mut a);
+                    self.region(els, &mut b);
+                    *s = a.meet(&b);
+                }
+                Op::For { body } => self.region(body, &mut s.clone()),
+                Op::While { cond, body } => {
+                    // The condition runs at least once; the body may not run.
+                    self.region(cond, s);
+                    self.region(body, &mut s.clone());
+                }
+                Op::InRole { role, body } => {
+                    let mut inner = s.clone();
+                    if let Some(f) = s.roles.get(&role) {
+                        inner.here = inner.here.join(f);
+                    }
+                    self.region(body, &mut inner);
+                    s.roles = inner.roles;
+                    s.roles.insert(role, inner.here);
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Declarations: the launch shape, tensors, scalars, buffers, barriers and the
+//! shared-memory budget. Each failing case with its legal twin.
+
+mod verifier_support;
+
+use kda_ir::{Access, Builder, Dim, LaunchDecl, Provenance, Scalar};
+use verifier_support::*;
+
+fn with_launch(launch: LaunchDecl) -> kda_ir::Kernel {
+    Builder::new("t", launch).finish()
+}
+
+#[test]
+fn launch_shape() {
+    let l = |block, cluster, min| LaunchDecl { block, cluster, min_blocks_per_sm: min };
+    assert_err(&with_launch(l(48, 1, None)), "block of 48 threads; allowed: a positive multiple of 32 up to 1024");
+    assert_err(&with_launch(l(2048, 1, None)), "block of 2048 threads");
+    assert_err(&with_launch(l(64, 17, None)), "cluster of 17 CTAs; allowed: 1 to 16");
+    assert_err(&with_launch(l(64, 0, None)), "cluster of 0 CTAs");
+    assert_err(&with_launch(l(64, 1, Some(0))), "min_blocks 0; allowed: a positive count of CTAs per SM");
+    assert_ok(&with_launch(l(1024, 16, Some(1))));
+}
+
+#[test]
+fn tensors_and_scalars() {
+    assert_err(
+        &kernel(32, |b| {
+            b.tensor("x", Scalar::F32, &[Dim::Const(4), Dim::Const(4)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+        }),
+        "tensor t0 \"x\" has 2 dimensions but 1 strides; give one stride per dimension",
+    );
+    assert_err(
+        &kernel(32, |b| {
+            b.tensor("x", Scalar::Bool, &[Dim::Const(4)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+        }),
+        "tensor t0 \"x\" has dtype bool, which has no memory form; use a numeric dtype",
+    );
+    assert_err(
+        &kernel(32, |b| {
+            let t = b.tensor("x", Scalar::F32, &[Dim::Const(4)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+            b.set_align(t, 2);
+        }),
+        "tensor t0 \"x\" declares align 2; allowed: a power of two of at least 4 (its dtype's size)",
+    );
+    assert_err(
+        &kernel(32, |b| {
+            b.scalar("flag", Scalar::Bool);
+        }),
+        "scalar s0 \"flag\" is bool, which cannot be passed at launch; pass an integer",
+    );
+    assert_ok(&kernel(32, |b| {
+        let n = b.sym("n");
+        let t = b.tensor("x", Scalar::BF16, &[Dim::Sym(n), Dim::Const(8)], &[Dim::Const(8), Dim::Const(1)], Provenance::Ready, Access::Read);
+        b.set_align(t, 16);
+        b.scalar("eps", Scalar::F32);
+    }));
+}
+
+#[test]
+fn buffers_and_barriers() {
+    assert_err(
+        &kernel(32, |b| {
+            b.shared("s", Scalar::F32, 8, 12, &[], None);
+        }),
+        "shared buffer buf0 \"s\" declares align 12; allowed: a power of two of at least 4 (its element's size)",
+    );
+    assert_err(
+        &kernel(32, |b| {
+            b.shared("s", Scalar::F32, 0, 16, &[], None);
+        }),
+        "shared buffer buf0 \"s\" has no elements; allowed: a positive length",
+    );
+    assert_err(
+        &kernel(32, |b| {
+            b.shared("s", Scalar::Bool, 8, 16, &[], None);
+        }),
+        "shared buffer buf0 \"s\" has bool elements",
+    );
+    assert_err(
+        &kernel(32, |b| {
+            b.mbarrier("full", 0, 0, &[]);
+        }),
+        "mbarrier bar0 \"full\" counts 0 arrivals per phase; allowed: 1..=1048575",
+    );
+    assert_err(
+        &kernel(32, |b| {
+            b.mbarrier("full", 1, 1 << 20, &[]);
+        }),
+        "mbarrier bar0 \"full\" expects 1048576 transaction bytes per phase; allowed: at most 1048575",
+    );
+    assert_ok(&kernel(32, |b| {
+        b.shared("s", Scalar::BF16, 8, 2, &[], None);
+        b.mbarrier("full", 1024, (1 << 20) - 1, &[]);
+    }));
+}
+
+#[test]
+fn shared_memory_budget() {
+    // 227 KiB = 232448 bytes: 232440 bytes of buffer and one 8-byte mbarrier fill it exactly.
+    assert_ok(&kernel(32, |b| {
+        b.shared("state", Scalar::F32, 58110, 128, &[], None);
+        b.mbarrier("full", 1, 0, &[]);
+    }));
+    let k = kernel(32, |b| {
+        b.shared("state", Scalar::F32, 58110, 128, &[], None);
+        b.shared("extra", Scalar::F32, 1, 16, &[], None);
+        b.mbarrier("full", 1, 0, &[]);
+    });
+    let e = assert_err(
+        &k,
+        "shared memory needs 232464 bytes (buffers 232444 + 1 mbarriers × 8, with alignment); the limit is 232448 bytes (227 KiB) per CTA; the largest buffer is buf0 \"state\" (232440 bytes)",
+    );
+    assert!(e.inst.is_none());
+}

@@ -1,0 +1,25 @@
+//! The CUDA device: kda kernels on an NVIDIA GPU through the driver API
+//! (cudarc 0.19, loaded at run time, so the crate builds with no CUDA toolkit).
+//!
+//! * [`CudaDevice`] implements [`crate::Device`]: it compiles a kernel with
+//!   `kda_ir::pipeline` (verify, schedule, PTX), JIT-loads the PTX (one module
+//!   per distinct text) and launches it with
+//!   `cuLaunchKernelEx`, passing the kernel's cluster shape and, when asked,
+//!   programmatic stream serialization (PDL). Every launch of a device goes to
+//!   its one stream, so launches form a stream-ordered chain.
+//! * [`Graph`] captures such a chain into a CUDA graph and replays it; it also
+//!   times replays with events.
+//!
+//! No call here panics when the driver or a GPU is missing: [`CudaDevice::new`]
+//! returns [`crate::RuntimeError::NoDriver`] and callers fall back to the
+//! simulator.
+
+mod device;
+mod error;
+mod graph;
+mod launch;
+mod module;
+
+pub use device::{CudaBuffer, CudaDevice};
+pub use graph::{Graph, median};
+pub use module::{CudaKernel, KernelResources};

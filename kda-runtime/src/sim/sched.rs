@@ -1,0 +1,247 @@
+//! Warp scheduling within one cluster.
+//!
+//! Deterministic by default: warps in order (CTA rank, then warp), each run
+//! until it blocks or exits, then the next; passes repeat until every warp
+//! has exited. With a seed, every pass visits the warps in a random order and
+//! runs each for a random slice of 1..=`max_slice` instructions, so
+//! different seeds interleave the warps' memory accesses differently (a kernel
+//! whose result depends on the interleaving has a race).
+//!
+//! A pass in which no warp executes an instruction is a deadlock: every
+//! unfinished warp is reported with the barrier it waits on.
+
+use super::SimOptions;
+use super::decode::{Ins, Program};
+use super::exec::{self, Cluster, Cta, Stop, Warp};
+use super::mbarrier::{ClusterBar, Mbar, Named};
+use super::memory::TensorView;
+use super::report::{BlockedWarp, Deadlock, SimError, Site, TxOverflow, WaitOn};
+
+/// SplitMix64: a tiny, good-enough generator for interleavings.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Per-host-thread state reused from one cluster to the next.
+pub(crate) struct Runner {
+    warps: Vec<Warp>,
+    ctas: Vec<Cta>,
+    order: Vec<usize>,
+}
+
+/// What one launch gives every cluster.
+pub(crate) struct LaunchCtx<'a> {
+    pub prog: &'a Program,
+    pub tensors: &'a [TensorView<'a>],
+    pub params: &'a [[u32; 2]],
+    pub grid: [u32; 3],
+    pub check_pdl: bool,
+    pub opts: &'a SimOptions,
+}
+
+impl Runner {
+    pub fn new(prog: &Program) -> Runner {
+        let c = prog.kernel.launch.cluster.max(1);
+        let mut warps = vec![];
+        for r in 0..c {
+            for w in 0..prog.warps {
+                warps.push(Warp::new(prog, r, w));
+            }
+        }
+        let smem_words = prog.layout.bytes.div_ceil(4) as usize;
+        let ctas = (0..c)
+            .map(|_| Cta {
+                smem: vec![0; smem_words],
+                mbar: vec![Mbar::default(); prog.kernel.barriers.len()],
+                named: Default::default(),
+                block: [0; 3],
+                live: 0,
+            })
+            .collect();
+        Runner { order: (0..warps.len()).collect(), warps, ctas }
+    }
+
+    /// Run cluster `index` whose CTAs have the given `%ctaid`s (by rank).
+    /// Returns the number of warp-instructions executed.
+    pub fn run_cluster(&mut self, lx: &LaunchCtx<'_>, index: u32, blocks: &[[u32; 3]]) -> Result<u64, SimError> {
+        let prog = lx.prog;
+        let block_threads = prog.kernel.launch.block;
+        for (r, cta) in self.ctas.iter_mut().enumerate() {
+            cta.smem.fill(0);
+            cta.mbar.iter_mut().for_each(|m| *m = Mbar::default());
+            cta.named = std::array::from_fn(|_| Named::default());
+            cta.block = blocks[r];
+            cta.live = block_threads;
+        }
+        for w in self.warps.iter_mut() {
+            let rank = w.rank;
+            w.reset(rank);
+        }
+        let mut cx = Cluster {
+            ctas: std::mem::take(&mut self.ctas),
+            cbar: ClusterBar { total: block_threads * blocks.len() as u32, ..ClusterBar::default() },
+            tensors: lx.tensors,
+            params: lx.params,
+            grid: lx.grid,
+            index,
+            check_pdl: lx.check_pdl,
+        };
+        let res = self.schedule(lx, &mut cx);
+        self.ctas = cx.ctas;
+        res
+    }
+
+    fn schedule(&mut self, lx: &LaunchCtx<'_>, cx: &mut Cluster<'_>) -> Result<u64, SimError> {
+        let prog = lx.prog;
+        let opts = lx.opts;
+        let mut rng = opts.seed.map(|s| Rng::new(s ^ (cx.index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03)));
+        let mut steps = 0u64;
+        loop {
+            let mut progress = false;
+            let mut alive = 0;
+            if let Some(r) = rng.as_mut() {
+                for i in (1..self.order.len()).rev() {
+                    let j = r.below(i as u64 + 1) as usize;
+                    self.order.swap(i, j);
+                }
+            }
+            for oi in 0..self.order.len() {
+                let w = &mut self.warps[self.order[oi]];
+                if w.done {
+                    continue;
+                }
+                let left = opts.max_steps.saturating_sub(steps).max(1);
+                let budget = match rng.as_mut() {
+                    Some(r) => (1 + r.below(opts.max_slice.max(1) as u64)).min(left),
+                    None => left,
+                };
+                let (n, stop) = exec::run(prog, w, cx, budget)?;
+                steps += n;
+                progress |= n > 0;
+                if stop != Stop::Done {
+                    alive += 1;
+                }
+                if steps >= opts.max_steps && stop != Stop::Done {
+                    return Err(SimError::StepLimit {
+                        kernel: prog.kernel.name.clone(),
+                        cluster: cx.index,
+                        limit: opts.max_steps,
+                    });
+                }
+            }
+            if alive == 0 {
+                break;
+            }
+            if !progress {
+                return Err(self.deadlock(prog, cx));
+            }
+        }
+        check_leftover_tx(prog, cx)?;
+        Ok(steps)
+    }
+
+    fn deadlock(&self, prog: &Program, cx: &Cluster<'_>) -> SimError {
+        let k = &prog.kernel;
+        let mut blocked = vec![];
+        for w in self.warps.iter().filter(|w| !w.done) {
+            let pc = w.pc as usize;
+            let cta = &cx.ctas[w.rank as usize];
+            let wait = match prog.code[pc] {
+                Ins::MbarWait { bar, phase } => {
+                    let m = &cta.mbar[bar as usize];
+                    WaitOn::Mbarrier {
+                        name: k.barriers[kda_ir::Barrier::from_u32(bar)].name.clone(),
+                        barrier: bar,
+                        phase,
+                        initialized: m.init,
+                        completed: m.phase,
+                        arrivals_expected: m.count,
+                        arrivals_done: m.count - m.pending,
+                        tx_expected: m.expected,
+                        tx_arrived: m.delivered,
+                        tx_pending: m.tx,
+                    }
+                }
+                Ins::ClusterWait => WaitOn::Cluster {
+                    phase: cx.cbar.phase,
+                    arrived: cx.cbar.arrived + cx.cbar.exited,
+                    expected: cx.cbar.total,
+                },
+                Ins::BarSync { id, threads } => {
+                    let nb = &cta.named[id as usize];
+                    WaitOn::Named { id, arrived: nb.arrived, expected: if threads == 0 { cta.live } else { threads } }
+                }
+                _ => unreachable!("a warp only blocks on a wait"),
+            };
+            blocked.push(BlockedWarp {
+                block: cta.block,
+                rank: w.rank,
+                warp: w.warp,
+                lanes: w.active,
+                wait,
+                loc: prog.loc_of(pc).clone(),
+            });
+        }
+        SimError::Deadlock(Box::new(Deadlock {
+            kernel: k.name.clone(),
+            cluster: cx.index,
+            ctas: cx.ctas.iter().map(|c| c.block).collect(),
+            blocked,
+        }))
+    }
+}
+
+/// Bytes that reached a barrier beyond anything its phase expected, found
+/// when every warp has exited (the surplus sits in a phase nobody armed).
+fn check_leftover_tx(prog: &Program, cx: &Cluster<'_>) -> Result<(), SimError> {
+    let k = &prog.kernel;
+    for (r, cta) in cx.ctas.iter().enumerate() {
+        for (b, m) in cta.mbar.iter().enumerate() {
+            if m.init && m.tx < 0 {
+                let decl = &k.barriers[kda_ir::Barrier::from_u32(b as u32)];
+                return Err(SimError::TxOverflow(Box::new(TxOverflow {
+                    barrier: decl.name.clone(),
+                    rank: r as u32,
+                    phase: m.phase,
+                    expected: m.expected,
+                    arrived: m.delivered,
+                    site: match m.last_sender {
+                        Some((pc, sr, sw, sl)) => Site {
+                            loc: prog.loc_of(pc as usize).clone(),
+                            op: prog.op_name(pc as usize),
+                            cluster: cx.index,
+                            block: cx.ctas[sr as usize].block,
+                            rank: sr,
+                            warp: sw,
+                            lane: Some(sl),
+                        },
+                        None => Site {
+                            loc: decl.loc.clone(),
+                            op: "mbarrier",
+                            cluster: cx.index,
+                            block: cta.block,
+                            rank: r as u32,
+                            warp: 0,
+                            lane: None,
+                        },
+                    },
+                })));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Build the GPU suite here, run it on a GPU machine with no Rust toolchain.
+#
+# Builds (release) every GPU test target of the workspace (integration tests
+# named `gpu_*`) and every bench target, strips the binaries into .stage/
+# (git-ignored) and writes .stage/run.sh, which runs them all, then
+# compute-sanitizer on the GPU demo test, then the benches, logging each step
+# to the folder given as its argument. See docs/gpu.md.
+#
+#   bash scripts/stage-gpu.sh          # here
+#   bash .stage/run.sh <log dir>       # on the GPU machine (any copy of .stage/ works)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+stage="$root/.stage"
+# The staged folder travels to GPU machines with a 64 MiB limit.
+max_mib=60
+
+# "name<TAB>path" of every executable of target kind $1 in cargo's JSON messages on stdin.
+executables() {
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and sys.argv[1] in m["target"]["kind"]:
+        print(m["target"]["name"] + "\t" + m["executable"])
+' "$1"
+}
+
+echo "== building GPU tests (release)"
+tests=$(cargo test --workspace --release --locked --no-run --message-format=json --test 'gpu_*' | executables test)
+echo "== building benches"
+benches=$(cargo bench --workspace --locked --no-run --message-format=json --bench '*' | executables bench)
+
+rm -rf "$stage"
+mkdir -p "$stage/tests" "$stage/bench"
+strip_cmd=$(command -v strip || true)
+stage_bin() { # <folder> <name> <path>
+    local dest="$stage/$1/$2"
+    if [[ -e "$dest" ]]; then
+        echo "error: two $1 binaries are named $2; rename one target" >&2
+        exit 1
+    fi
+    cp "$3" "$dest"
+    if [[ -n "$strip_cmd" ]]; then "$strip_cmd" "$dest"; fi
+}
+while IFS=$'\t' read -r name path; do
+    [[ -n "$name" ]] && stage_bin tests "$name" "$path"
+done <<<"$tests"
+while IFS=$'\t' read -r name path; do
+    [[ -n "$name" ]] && stage_bin bench "$name" "$path"
+done <<<"$benches"
+if [[ ! -x "$stage/tests/gpu_demo" ]]; then
+    echo "error: no gpu_demo test binary was built" >&2
+    exit 1
+fi
+
+{
+    echo "commit: $(git rev-parse --verify -q HEAD || echo unknown)"
+    echo "uncommitted changes: $(git status --porcelain 2>/dev/null | wc -l) files"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm)"
+    echo "rustc: $(rustc --version)"
+} >"$stage/manifest.txt"
+
+cat >"$stage/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Run the staged GPU suite: bash run.sh <log dir>. Builds nothing.
+# Needs the NVIDIA driver; compute-sanitizer is used when found (PATH,
+# $CUDA_HOME/bin, /usr/local/cuda/bin). Each step logs to <log dir>/<step>.log
+# and is limited to $KDA_STEP_TIMEOUT seconds (default 300); the exit status
+# is 0 only when every step passed.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out="${1:?usage: run.sh <log dir>}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)"
+# GPU tests fail instead of skipping when no GPU can be opened.
+export KDA_REQUIRE_GPU=1
+limit="${KDA_STEP_TIMEOUT:-300}"
+status=0
+summary=()
+
+record() { # <step> <result>
+    summary+=("$(printf '%-28s %s' "$1" "$2")")
+    echo "   $2"
+}
+
+step() { # <step> <command...>
+    local name="$1" rc
+    shift
+    echo "== $name"
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    if [[ $rc -eq 0 ]]; then
+        record "$name" ok
+    else
+        [[ $rc -eq 124 ]] && echo "(timed out after ${limit}s)" >>"$out/$name.log"
+        record "$name" "FAILED (exit $rc, see $name.log)"
+        status=1
+    fi
+}
+
+cp "$here/manifest.txt" "$out/manifest.txt"
+{ nvidia-smi 2>&1 || echo "nvidia-smi not found"; } >"$out/nvidia-smi.log"
+
+for t in "$here"/tests/*; do
+    step "test-$(basename "$t")" "$t" --include-ignored --test-threads=1 --nocapture
+done
+
+sanitizer=$(command -v compute-sanitizer || true)
+for dir in "${CUDA_HOME:-}" /usr/local/cuda; do
+    if [[ -z "$sanitizer" && -n "$dir" && -x "$dir/bin/compute-sanitizer" ]]; then
+        sanitizer="$dir/bin/compute-sanitizer"
+    fi
+done
+for tool in memcheck racecheck synccheck; do
+    if [[ -n "$sanitizer" ]]; then
+        step "sanitizer-$tool" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+            "$here/tests/gpu_demo" --test-threads=1 --nocapture
+    else
+        echo "== sanitizer-$tool"
+        record "sanitizer-$tool" "skipped (compute-sanitizer not found)"
+    fi
+done
+
+for b in "$here"/bench/*; do
+    step "bench-$(basename "$b")" "$b"
+done
+
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+exit $status
+RUN
+chmod +x "$stage/run.sh"
+
+mib=$(du -sm "$stage" | cut -f1)
+if ((mib >= max_mib)); then
+    echo "error: .stage is ${mib} MiB, over the ${max_mib} MiB limit" >&2
+    exit 1
+fi
+echo
+echo "staged $(ls "$stage/tests" | wc -l) GPU test binaries and $(ls "$stage/bench" | wc -l) bench binaries in .stage/ (${mib} MiB)"
+echo "on a GPU machine, from the workspace root (or with any copy of .stage/):"
+echo
+echo "    bash .stage/run.sh gpu-logs"
