@@ -50,7 +50,14 @@ pub fn parse_kernel(text: &str) -> Result<Kernel, ParseError> {
         toks,
         at: 0,
         end,
-        k: Kernel::new("", LaunchDecl { block: 0, cluster: 1, min_blocks_per_sm: None }),
+        k: Kernel::new(
+            "",
+            LaunchDecl {
+                block: 0,
+                cluster: 1,
+                min_blocks_per_sm: None,
+            },
+        ),
         defined: SecondaryMap::new(),
         uses: Vec::new(),
         refs: Vec::new(),
@@ -89,7 +96,11 @@ struct Tok {
 }
 
 fn err<X>(pos: Pos, msg: impl Into<String>) -> Result<X, ParseError> {
-    Err(ParseError { line: pos.line, col: pos.col, msg: msg.into() })
+    Err(ParseError {
+        line: pos.line,
+        col: pos.col,
+        msg: msg.into(),
+    })
 }
 
 fn lex(text: &str) -> Result<Vec<Tok>, ParseError> {
@@ -99,14 +110,20 @@ fn lex(text: &str) -> Result<Vec<Tok>, ParseError> {
         let mut i = 0;
         while i < chars.len() {
             let c = chars[i];
-            let pos = Pos { line: ln as u32 + 1, col: i as u32 + 1 };
+            let pos = Pos {
+                line: ln as u32 + 1,
+                col: i as u32 + 1,
+            };
             let ident_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
             if c.is_whitespace() {
                 i += 1;
             } else if c == ';' {
                 let rest: String = chars[i + 1..].iter().collect();
                 if let Some(l) = rest.trim_start().strip_prefix('@') {
-                    toks.push(Tok { t: T::Loc(parse_loc(l.trim_end(), pos)?), pos });
+                    toks.push(Tok {
+                        t: T::Loc(parse_loc(l.trim_end(), pos)?),
+                        pos,
+                    });
                 }
                 break;
             } else if c.is_ascii_alphabetic() || c == '_' {
@@ -117,8 +134,13 @@ fn lex(text: &str) -> Result<Vec<Tok>, ParseError> {
                 {
                     i += 1;
                 }
-                toks.push(Tok { t: T::Ident(chars[start..i].iter().collect()), pos });
-            } else if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit())) {
+                toks.push(Tok {
+                    t: T::Ident(chars[start..i].iter().collect()),
+                    pos,
+                });
+            } else if c.is_ascii_digit()
+                || (c == '-' && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit()))
+            {
                 let start = i;
                 i += 1;
                 let digits = |i: &mut usize| {
@@ -127,7 +149,9 @@ fn lex(text: &str) -> Result<Vec<Tok>, ParseError> {
                     }
                 };
                 digits(&mut i);
-                if chars.get(i) == Some(&'.') && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit()) {
+                if chars.get(i) == Some(&'.')
+                    && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit())
+                {
                     i += 1;
                     digits(&mut i);
                 }
@@ -141,7 +165,10 @@ fn lex(text: &str) -> Result<Vec<Tok>, ParseError> {
                         digits(&mut i);
                     }
                 }
-                toks.push(Tok { t: T::Num(chars[start..i].iter().collect()), pos });
+                toks.push(Tok {
+                    t: T::Num(chars[start..i].iter().collect()),
+                    pos,
+                });
             } else if c == '"' {
                 let (s, next) = lex_string(&chars, i, pos)?;
                 toks.push(Tok { t: T::Str(s), pos });
@@ -150,7 +177,10 @@ fn lex(text: &str) -> Result<Vec<Tok>, ParseError> {
                 toks.push(Tok { t: T::DotDot, pos });
                 i += 2;
             } else if "{}[](),:=|-".contains(c) {
-                toks.push(Tok { t: T::Punct(c), pos });
+                toks.push(Tok {
+                    t: T::Punct(c),
+                    pos,
+                });
                 i += 1;
             } else {
                 return err(pos, format!("unexpected character `{c}`"));
@@ -164,9 +194,16 @@ fn lex(text: &str) -> Result<Vec<Tok>, ParseError> {
 fn parse_loc(s: &str, pos: Pos) -> Result<Loc, ParseError> {
     let mut parts = s.rsplitn(3, ':');
     let (col, line, file) = (parts.next(), parts.next(), parts.next());
-    match (file, line.and_then(|l| l.parse().ok()), col.and_then(|c| c.parse().ok())) {
+    match (
+        file,
+        line.and_then(|l| l.parse().ok()),
+        col.and_then(|c| c.parse().ok()),
+    ) {
         (Some(f), Some(l), Some(c)) => Ok(Loc::new(f, l, c)),
-        _ => err(pos, format!("bad location `@{s}`; expected `@file:line:col`")),
+        _ => err(
+            pos,
+            format!("bad location `@{s}`; expected `@file:line:col`"),
+        ),
     }
 }
 
@@ -176,7 +213,10 @@ fn lex_string(chars: &[char], start: usize, pos: Pos) -> Result<(String, usize),
     let mut s = String::new();
     let mut i = start + 1;
     loop {
-        let here = Pos { line: pos.line, col: i as u32 + 1 };
+        let here = Pos {
+            line: pos.line,
+            col: i as u32 + 1,
+        };
         match chars.get(i) {
             None => return err(pos, "unterminated string"),
             Some('"') => return Ok((s, i + 1)),
@@ -191,7 +231,9 @@ fn lex_string(chars: &[char], start: usize, pos: Pos) -> Result<(String, usize),
                     Some(c @ ('\\' | '"' | '\'')) => c,
                     Some('u') if chars.get(i) == Some(&'{') => {
                         let close = chars[i..].iter().position(|&c| c == '}').map(|n| i + n);
-                        let Some(close) = close else { return err(here, "unterminated `\\u{...}` escape") };
+                        let Some(close) = close else {
+                            return err(here, "unterminated `\\u{...}` escape");
+                        };
                         let hex: String = chars[i + 1..close].iter().collect();
                         i = close + 1;
                         match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
@@ -259,7 +301,9 @@ impl Parser {
 
     /// Whether the next token is on the line of the last consumed one.
     fn same_line(&self) -> bool {
-        self.toks.get(self.at).is_some_and(|t| t.pos.line == self.line())
+        self.toks
+            .get(self.at)
+            .is_some_and(|t| t.pos.line == self.line())
     }
 
     fn next(&mut self) -> R<Tok> {
@@ -285,7 +329,10 @@ impl Parser {
     }
 
     fn unexpected<X>(&self, wanted: &str) -> R<X> {
-        err(self.pos(), format!("expected {wanted}, found {}", Self::describe(self.peek())))
+        err(
+            self.pos(),
+            format!("expected {wanted}, found {}", Self::describe(self.peek())),
+        )
     }
 
     fn eat(&mut self, c: char) -> bool {
@@ -298,7 +345,11 @@ impl Parser {
     }
 
     fn expect(&mut self, c: char) -> R<()> {
-        if self.eat(c) { Ok(()) } else { self.unexpected(&format!("`{c}`")) }
+        if self.eat(c) {
+            Ok(())
+        } else {
+            self.unexpected(&format!("`{c}`"))
+        }
     }
 
     fn is_ident(&self, s: &str) -> bool {
@@ -315,7 +366,11 @@ impl Parser {
     }
 
     fn keyword(&mut self, s: &str) -> R<()> {
-        if self.eat_ident(s) { Ok(()) } else { self.unexpected(&format!("`{s}`")) }
+        if self.eat_ident(s) {
+            Ok(())
+        } else {
+            self.unexpected(&format!("`{s}`"))
+        }
     }
 
     fn ident(&mut self, wanted: &str) -> R<(String, Pos)> {
@@ -379,13 +434,13 @@ impl Parser {
     /// An entity written `prefix<n>`.
     fn entity(&mut self, prefix: &str, wanted: &str) -> R<(usize, Pos)> {
         let pos = self.pos();
-        if let Some(T::Ident(s)) = self.peek() {
-            if let Some(n) = s.strip_prefix(prefix).and_then(|d| d.parse::<usize>().ok()) {
-                if s[prefix.len()..].chars().all(|c| c.is_ascii_digit()) {
-                    self.at += 1;
-                    return Ok((n, pos));
-                }
-            }
+        if let Some(T::Ident(s)) = self.peek()
+            && let Some(digits) = s.strip_prefix(prefix)
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && let Ok(n) = digits.parse::<usize>()
+        {
+            self.at += 1;
+            return Ok((n, pos));
         }
         self.unexpected(wanted)
     }
@@ -477,7 +532,11 @@ impl Parser {
     fn scalar(&mut self) -> R<Scalar> {
         let pos = self.pos();
         let t = self.ty()?;
-        if t.is_scalar() { Ok(t.elem) } else { err(pos, format!("expected a scalar type, found {t}")) }
+        if t.is_scalar() {
+            Ok(t.elem)
+        } else {
+            err(pos, format!("expected a scalar type, found {t}"))
+        }
     }
 
     /// The location at the end of the current line, if any.
@@ -495,7 +554,10 @@ impl Parser {
     fn define(&mut self, v: Value, ty: Type, def: ValueDef, pos: Pos) -> R<()> {
         while self.k.values.len() <= v.index() {
             // A gap in the numbering: a value nothing refers to.
-            self.k.values.push(ValueData { ty: Type::I32, def: ValueDef::Param(self.k.body, u32::MAX) });
+            self.k.values.push(ValueData {
+                ty: Type::I32,
+                def: ValueDef::Param(self.k.body, u32::MAX),
+            });
         }
         if self.defined[v] {
             return err(pos, format!("{v} is defined twice"));
@@ -510,8 +572,19 @@ impl Parser {
     fn kernel(&mut self) -> R<()> {
         self.keyword("kernel")?;
         self.k.name = match self.next()? {
-            Tok { t: T::Ident(s) | T::Str(s), .. } => s,
-            t => return err(t.pos, format!("expected the kernel's name, found {}", Self::describe(Some(&t.t)))),
+            Tok {
+                t: T::Ident(s) | T::Str(s),
+                ..
+            } => s,
+            t => {
+                return err(
+                    t.pos,
+                    format!(
+                        "expected the kernel's name, found {}",
+                        Self::describe(Some(&t.t))
+                    ),
+                );
+            }
         };
         self.keyword("block")?;
         self.expect('=')?;
@@ -583,7 +656,12 @@ impl Parser {
     fn numbered(&mut self, prefix: &str, wanted: &str, next: usize) -> R<()> {
         let (n, pos) = self.entity(prefix, wanted)?;
         if n != next {
-            return err(pos, format!("expected {prefix}{next}: declarations of a kind are numbered in order from 0"));
+            return err(
+                pos,
+                format!(
+                    "expected {prefix}{next}: declarations of a kind are numbered in order from 0"
+                ),
+            );
         }
         Ok(())
     }
@@ -659,7 +737,16 @@ impl Parser {
                 self.keyword("align")?;
                 let align = self.u32()?;
                 let loc = self.loc();
-                self.k.tensors.push(TensorDecl { name, dtype, shape, strides, provenance, access, align, loc });
+                self.k.tensors.push(TensorDecl {
+                    name,
+                    dtype,
+                    shape,
+                    strides,
+                    provenance,
+                    access,
+                    align,
+                    loc,
+                });
             }
             "scalar" => {
                 self.numbered("s", "a scalar parameter (`s0`)", self.k.scalars.len())?;
@@ -680,10 +767,18 @@ impl Parser {
                 let pos = self.pos();
                 let end = self.u32()?;
                 if end < first {
-                    return err(pos, format!("role ends at {end}, before its first thread {first}"));
+                    return err(
+                        pos,
+                        format!("role ends at {end}, before its first thread {first}"),
+                    );
                 }
                 let loc = self.loc();
-                self.k.roles.push(RoleDecl { name, first, threads: end - first, loc });
+                self.k.roles.push(RoleDecl {
+                    name,
+                    first,
+                    threads: end - first,
+                    loc,
+                });
             }
             "shared" => {
                 self.numbered("buf", "a shared buffer (`buf0`)", self.k.buffers.len())?;
@@ -703,7 +798,15 @@ impl Parser {
                     self.expect(')')?;
                 }
                 let loc = self.loc();
-                self.k.buffers.push(BufferDecl { name, elem, len, align, roles, guard, loc });
+                self.k.buffers.push(BufferDecl {
+                    name,
+                    elem,
+                    len,
+                    align,
+                    roles,
+                    guard,
+                    loc,
+                });
             }
             "mbarrier" => {
                 self.numbered("bar", "an mbarrier (`bar0`)", self.k.barriers.len())?;
@@ -715,7 +818,13 @@ impl Parser {
                 let tx_bytes = self.u32()?;
                 let roles = self.roles()?;
                 let loc = self.loc();
-                self.k.barriers.push(BarrierDecl { name, arrivals, tx_bytes, roles, loc });
+                self.k.barriers.push(BarrierDecl {
+                    name,
+                    arrivals,
+                    tx_bytes,
+                    roles,
+                    loc,
+                });
             }
             _ => unreachable!("is_declaration"),
         }
@@ -739,7 +848,12 @@ impl Parser {
         for y in implied {
             self.k.insts[y].loc = loc.clone();
         }
-        let inst = self.k.insts.push(InstData { op, args, results: Vec::new(), loc });
+        let inst = self.k.insts.push(InstData {
+            op,
+            args,
+            results: Vec::new(),
+            loc,
+        });
         for (n, &(v, ty, pos)) in results.iter().enumerate() {
             self.define(v, ty, ValueDef::Result(inst, n as u32), pos)?;
         }
@@ -770,11 +884,19 @@ impl Parser {
         self.expect('{')?;
         self.statements(r, false)?;
         self.expect('}')?;
-        let ends = self.k.regions[r].insts.last().is_some_and(|&i| self.k.insts[i].op == Op::Yield);
+        let ends = self.k.regions[r]
+            .insts
+            .last()
+            .is_some_and(|&i| self.k.insts[i].op == Op::Yield);
         let implied = if ends {
             None
         } else {
-            let y = self.k.insts.push(InstData { op: Op::Yield, args: Vec::new(), results: Vec::new(), loc: Loc::synthetic() });
+            let y = self.k.insts.push(InstData {
+                op: Op::Yield,
+                args: Vec::new(),
+                results: Vec::new(),
+                loc: Loc::synthetic(),
+            });
             self.k.regions[r].insts.push(y);
             Some(y)
         };
@@ -849,7 +971,9 @@ impl Parser {
             return Ok((op, args, Vec::new()));
         }
         if let Some(n) = m.strip_prefix("extract.") {
-            let Ok(lane) = n.parse::<u8>() else { return err(mpos, format!("bad lane in `{m}`")) };
+            let Ok(lane) = n.parse::<u8>() else {
+                return err(mpos, format!("bad lane in `{m}`"));
+            };
             let args = self.values_on_line()?;
             return Ok((Op::Extract(lane), args, Vec::new()));
         }
@@ -875,7 +999,11 @@ impl Parser {
                 };
                 (Op::Special(sp), vec![], vec![])
             }
-            "param" => (Op::Param(ScalarParam::new(self.reference(Ref::Scalar)?)), vec![], vec![]),
+            "param" => (
+                Op::Param(ScalarParam::new(self.reference(Ref::Scalar)?)),
+                vec![],
+                vec![],
+            ),
             "ld.global" => {
                 let tensor = self.tensor()?;
                 (Op::LdGlobal { tensor, policy }, self.index()?, vec![])
@@ -889,7 +1017,15 @@ impl Parser {
                 if predicated {
                     args.push(self.value()?);
                 }
-                (Op::StGlobal { tensor, policy, predicated }, args, vec![])
+                (
+                    Op::StGlobal {
+                        tensor,
+                        policy,
+                        predicated,
+                    },
+                    args,
+                    vec![],
+                )
             }
             "ld.shared" => {
                 let buffer = self.buffer()?;
@@ -902,23 +1038,56 @@ impl Parser {
                 args.push(self.value()?);
                 (Op::StShared { buffer }, args, vec![])
             }
-            "mbarrier.init" => (Op::MbarInit { barrier: self.barrier()? }, vec![], vec![]),
-            "mbarrier.arrive" => (Op::MbarArrive { barrier: self.barrier()? }, vec![], vec![]),
+            "mbarrier.init" => (
+                Op::MbarInit {
+                    barrier: self.barrier()?,
+                },
+                vec![],
+                vec![],
+            ),
+            "mbarrier.arrive" => (
+                Op::MbarArrive {
+                    barrier: self.barrier()?,
+                },
+                vec![],
+                vec![],
+            ),
             "mbarrier.arrive.expect_tx" => {
                 let barrier = self.barrier()?;
                 self.expect(',')?;
-                (Op::MbarArriveExpectTx { barrier, bytes: self.u32()? }, vec![], vec![])
+                (
+                    Op::MbarArriveExpectTx {
+                        barrier,
+                        bytes: self.u32()?,
+                    },
+                    vec![],
+                    vec![],
+                )
             }
             "mbarrier.wait" => {
                 let barrier = self.barrier()?;
                 self.expect(',')?;
                 self.keyword("phase")?;
-                (Op::MbarWait { barrier, phase: self.u32()? }, vec![], vec![])
+                (
+                    Op::MbarWait {
+                        barrier,
+                        phase: self.u32()?,
+                    },
+                    vec![],
+                    vec![],
+                )
             }
             "bar.sync" => {
                 let id = self.number::<u8>("a barrier id (0..=255)")?;
                 self.expect(',')?;
-                (Op::BarSync { id, threads: self.u32()? }, vec![], vec![])
+                (
+                    Op::BarSync {
+                        id,
+                        threads: self.u32()?,
+                    },
+                    vec![],
+                    vec![],
+                )
             }
             "st.async" => {
                 let buffer = self.buffer()?;
@@ -929,7 +1098,14 @@ impl Parser {
                 self.keyword("cta")?;
                 args.push(self.value()?);
                 self.expect(',')?;
-                (Op::StAsync { buffer, barrier: self.barrier()? }, args, vec![])
+                (
+                    Op::StAsync {
+                        buffer,
+                        barrier: self.barrier()?,
+                    },
+                    args,
+                    vec![],
+                )
             }
             "cp.async" => {
                 let buffer = self.buffer()?;
@@ -950,14 +1126,28 @@ impl Parser {
                 let bytes = self.u32()?;
                 self.expect(',')?;
                 let barrier = self.barrier()?;
-                (Op::BulkCopy { buffer, tensor, barrier, bytes, policy }, args, vec![])
+                (
+                    Op::BulkCopy {
+                        buffer,
+                        tensor,
+                        barrier,
+                        bytes,
+                        policy,
+                    },
+                    args,
+                    vec![],
+                )
             }
             "if" => {
                 let cond = self.value()?;
                 let (then, y1) = self.region()?;
                 self.keyword("else")?;
                 let (els, y2) = self.region()?;
-                (Op::If { then, els }, vec![cond], y1.into_iter().chain(y2).collect())
+                (
+                    Op::If { then, els },
+                    vec![cond],
+                    y1.into_iter().chain(y2).collect(),
+                )
             }
             "for" => {
                 let lo = self.value()?;
@@ -984,7 +1174,11 @@ impl Parser {
                 let (cond, y1) = self.region()?;
                 self.keyword("do")?;
                 let (body, y2) = self.region()?;
-                (Op::While { cond, body }, args, y1.into_iter().chain(y2).collect())
+                (
+                    Op::While { cond, body },
+                    args,
+                    y1.into_iter().chain(y2).collect(),
+                )
             }
             "role" => {
                 let role = self.role_ref()?;
@@ -1007,7 +1201,10 @@ mod tests {
 
     /// Drop the leading comment lines a filetest starts with.
     fn body(text: &str) -> String {
-        text.lines().skip_while(|l| l.starts_with(';')).map(|l| format!("{l}\n")).collect()
+        text.lines()
+            .skip_while(|l| l.starts_with(';'))
+            .map(|l| format!("{l}\n"))
+            .collect()
     }
 
     #[test]
@@ -1023,7 +1220,14 @@ mod tests {
 
     #[test]
     fn every_op_round_trips() {
-        let mut b = Builder::new("all_ops", LaunchDecl { block: 128, cluster: 2, min_blocks_per_sm: Some(2) });
+        let mut b = Builder::new(
+            "all_ops",
+            LaunchDecl {
+                block: 128,
+                cluster: 2,
+                min_blocks_per_sm: Some(2),
+            },
+        );
         let n = b.sym("n");
         let t = b.tensor(
             "x \"quoted\"\n",
@@ -1045,7 +1249,12 @@ mod tests {
         let neg = b.i32(-7);
         let big = b.iconst(Type::U64, u64::MAX as i64);
         let _ = b.bin(BinOp::Shl, big, big);
-        let x = b.ld_global(t, &[tid, lane], Type::vec(Scalar::F32, 4), CachePolicy::EvictFirst);
+        let x = b.ld_global(
+            t,
+            &[tid, lane],
+            Type::vec(Scalar::F32, 4),
+            CachePolicy::EvictFirst,
+        );
         let x0 = b.extract(x, 3);
         let tiny = b.push(Op::FConst(1e-30), &[], &[Type::F32])[0];
         let inf = b.push(Op::FConst(f64::NEG_INFINITY), &[], &[Type::F32])[0];
@@ -1061,7 +1270,12 @@ mod tests {
         let e = b.elect();
         let au = b.iconst(Type::vec(Scalar::U32, 4), 0);
         let bu = b.iconst(Type::vec(Scalar::U32, 2), 0);
-        let cf = b.ld_global(t, &[tid, lane], Type::vec(Scalar::F32, 4), CachePolicy::Normal);
+        let cf = b.ld_global(
+            t,
+            &[tid, lane],
+            Type::vec(Scalar::F32, 4),
+            CachePolicy::Normal,
+        );
         let _ = b.mma(au, bu, cf);
         b.st_global(t, &[tid, lane], z, Some(e), CachePolicy::EvictFirst);
         b.in_role(w, |b| {
@@ -1077,7 +1291,15 @@ mod tests {
             b.cp_async(buf, lane, t, &[tid, lane]);
             b.cp_async_commit();
             b.cp_async_wait(0);
-            b.bulk_copy(buf, lane, t, &[tid, lane], 256, bar, CachePolicy::EvictFirst);
+            b.bulk_copy(
+                buf,
+                lane,
+                t,
+                &[tid, lane],
+                256,
+                bar,
+                CachePolicy::EvictFirst,
+            );
             b.wait(bar);
             let v = b.ld_shared(buf, lane, Type::F32);
             b.st_shared(buf, lane, v);
@@ -1093,7 +1315,11 @@ mod tests {
             let s = b.add(carried[1], f);
             vec![carried[0], s]
         });
-        let _ = b.while_(&[sum[1]], |b, c| b.cmp(CmpOp::Gt, c[0], eps), |b, c| vec![b.mul(c[0], c[0])]);
+        let _ = b.while_(
+            &[sum[1]],
+            |b, c| b.cmp(CmpOp::Gt, c[0], eps),
+            |b, c| vec![b.mul(c[0], c[0])],
+        );
         b.for_(zero, ten, one, &[], |_, _, _| vec![]);
         let k = b.finish();
         let text = write_kernel(&k);
@@ -1117,7 +1343,10 @@ kernel k block=32 cluster=1 {
         let k = parse_kernel(text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(k.values.len(), 6, "gaps in the numbering are kept");
         let printed = write_kernel(&k);
-        assert!(printed.contains("v5:bool = cmp.eq v0, v0  ; @<kda>:0:0"), "{printed}");
+        assert!(
+            printed.contains("v5:bool = cmp.eq v0, v0  ; @<kda>:0:0"),
+            "{printed}"
+        );
         // Implied yields take the location of their region's instruction.
         let again = parse_kernel(&printed).unwrap();
         assert_eq!(write_kernel(&again), printed);
@@ -1126,13 +1355,48 @@ kernel k block=32 cluster=1 {
     #[test]
     fn errors_point_at_the_token() {
         let cases = [
-            ("kernel k block=32 cluster=1 {\n  v0:u32 = add v1, v1\n}\n", 2, 16, "v1 is used but never defined"),
-            ("kernel k block=32 cluster=1 {\n  v0:u32 = special tid\n  v0:u32 = special tid\n}\n", 3, 3, "v0 is defined twice"),
-            ("kernel k block=32 cluster=1 {\n  v0:f32 = frob v1\n}\n", 2, 12, "unknown instruction `frob`"),
-            ("kernel k block=32 cluster=1 {\n  mbarrier.init bar0\n}\n", 2, 17, "bar0 is not declared"),
-            ("kernel k block=32 cluster=1 {\n  tensor t1 \"x\": f32[4] strides[1] ready read align 4\n}\n", 2, 10, "expected t0"),
-            ("kernel k block=32 cluster=1 {\n  v0:f33 = fconst 1.0\n}\n", 2, 6, "unknown type `f33`"),
-            ("kernel k block=32 cluster=1 {\n  pdl.wait  ; @nowhere\n}\n", 2, 13, "bad location"),
+            (
+                "kernel k block=32 cluster=1 {\n  v0:u32 = add v1, v1\n}\n",
+                2,
+                16,
+                "v1 is used but never defined",
+            ),
+            (
+                "kernel k block=32 cluster=1 {\n  v0:u32 = special tid\n  v0:u32 = special tid\n}\n",
+                3,
+                3,
+                "v0 is defined twice",
+            ),
+            (
+                "kernel k block=32 cluster=1 {\n  v0:f32 = frob v1\n}\n",
+                2,
+                12,
+                "unknown instruction `frob`",
+            ),
+            (
+                "kernel k block=32 cluster=1 {\n  mbarrier.init bar0\n}\n",
+                2,
+                17,
+                "bar0 is not declared",
+            ),
+            (
+                "kernel k block=32 cluster=1 {\n  tensor t1 \"x\": f32[4] strides[1] ready read align 4\n}\n",
+                2,
+                10,
+                "expected t0",
+            ),
+            (
+                "kernel k block=32 cluster=1 {\n  v0:f33 = fconst 1.0\n}\n",
+                2,
+                6,
+                "unknown type `f33`",
+            ),
+            (
+                "kernel k block=32 cluster=1 {\n  pdl.wait  ; @nowhere\n}\n",
+                2,
+                13,
+                "bad location",
+            ),
             ("kernel k block=32 cluster=1 {\n", 1, 30, "expected `}`"),
         ];
         for (text, line, col, msg) in cases {

@@ -226,7 +226,10 @@ fn write_inst(
     let idx = |xs: &[Value]| format!("[{}]", vals(k, xs));
     // Operands by position; a malformed instruction (the verifier reports it)
     // still prints.
-    let at = |n: usize| a.get(n).map_or_else(|| "<missing>".to_string(), |v| v.to_string());
+    let at = |n: usize| {
+        a.get(n)
+            .map_or_else(|| "<missing>".to_string(), |v| v.to_string())
+    };
     let from = |n: usize| &a[n.min(a.len())..];
     match &d.op {
         Op::IConst(c) => write!(w, "{m} {c}")?,

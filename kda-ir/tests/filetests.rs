@@ -6,8 +6,9 @@
 //!   under its instruction, declaration errors above `kernel`), or the plain
 //!   kernel when it verifies. Files named `*-ok.kir` must verify; every
 //!   other file must fail.
-//! * `filetests/ptx/*.kir`: a kernel that verifies, and next to it the golden
-//!   `*.ptx` that `pipeline::compile` produces for it.
+//! * `filetests/ptx/*.kir`: a kernel in printed form that verifies, and next
+//!   to it the golden `*.ptx` that `pipeline::compile` produces for it; where
+//!   ptxas is installed, each golden must also assemble with no spills.
 //!
 //! Leading `; ` comment lines describe the test and are kept as they are.
 //! Every kernel also round-trips: print → parse → print is identical.
@@ -27,7 +28,9 @@ fn bless() -> bool {
 }
 
 fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests").join(dir);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("filetests")
+        .join(dir);
     let mut fs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.expect("directory entry").path())
@@ -56,7 +59,11 @@ fn diff(expected: &str, actual: &str) -> String {
     let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
         for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
         }
     }
     let (mut i, mut j, mut out) = (0, 0, String::new());
@@ -112,7 +119,10 @@ fn parse(path: &Path, body: &str, failures: &mut Vec<String>) -> Option<kda_ir::
             path.display(),
             diff(&printed, &write_kernel(&again))
         )),
-        Err(e) => failures.push(format!("{}: the printed kernel does not parse: {e}\n{printed}", path.display())),
+        Err(e) => failures.push(format!(
+            "{}: the printed kernel does not parse: {e}\n{printed}",
+            path.display()
+        )),
     }
     Some(k)
 }
@@ -123,8 +133,12 @@ fn verifier() {
     for path in files("verifier", "kir") {
         let text = read(&path);
         let (header, body) = split_header(&text);
-        let Some(k) = parse(&path, &body, &mut failures) else { continue };
-        let must_pass = path.file_name().is_some_and(|n| n.to_string_lossy().ends_with("-ok.kir"));
+        let Some(k) = parse(&path, &body, &mut failures) else {
+            continue;
+        };
+        let must_pass = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("-ok.kir"));
         let result = verify(&k);
         let listing = match &result {
             Ok(()) => write_kernel(&k),
@@ -132,27 +146,45 @@ fn verifier() {
         };
         match (&result, must_pass) {
             (Err(e), true) => {
-                failures.push(format!("{}: must verify (named -ok), but:\n{e}", path.display()));
+                failures.push(format!(
+                    "{}: must verify (named -ok), but:\n{e}",
+                    path.display()
+                ));
                 continue;
             }
             (Ok(()), false) => {
-                failures.push(format!("{}: must fail to verify, but it verifies", path.display()));
+                failures.push(format!(
+                    "{}: must fail to verify, but it verifies",
+                    path.display()
+                ));
                 continue;
             }
             _ => {}
         }
         expect_file(&path, &text, &format!("{header}{listing}"), &mut failures);
     }
-    assert!(failures.is_empty(), "{} filetest(s) failed:\n\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} filetest(s) failed:\n\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn ptx() {
     let mut failures = Vec::new();
+    // Assemble the goldens too where ptxas is installed (scripts/provision-ptxas.sh).
+    let assemble = kda_ir::ptxas::find().is_some();
+    if !assemble {
+        eprintln!("ptxas not found: golden PTX is compared, not assembled");
+    }
     for path in files("ptx", "kir") {
         let text = read(&path);
         let (_, body) = split_header(&text);
-        let Some(k) = parse(&path, &body, &mut failures) else { continue };
+        let Some(k) = parse(&path, &body, &mut failures) else {
+            continue;
+        };
         if write_kernel(&k) != body {
             failures.push(format!(
                 "{}: not in printed form (the input of a PTX test is kept as written):\n{}",
@@ -160,7 +192,11 @@ fn ptx() {
                 diff(&body, &write_kernel(&k))
             ));
         }
-        let opts = Options { verify_each_pass: true, dump: None, skip: Vec::new() };
+        let opts = Options {
+            verify_each_pass: true,
+            dump: None,
+            skip: Vec::new(),
+        };
         let ptx = match compile(&k, &opts) {
             Ok(c) => c.ptx,
             Err(e) => {
@@ -171,6 +207,23 @@ fn ptx() {
         let golden = path.with_extension("ptx");
         let expected = std::fs::read_to_string(&golden).unwrap_or_default();
         expect_file(&golden, &expected, &ptx, &mut failures);
+        if assemble {
+            match kda_ir::ptxas::assemble(&ptx) {
+                Ok(r) if r.spills() == 0 => {}
+                Ok(r) => failures.push(format!(
+                    "{}: ptxas spills {} bytes:\n{}",
+                    golden.display(),
+                    r.spills(),
+                    r.log
+                )),
+                Err(e) => failures.push(format!("{}: ptxas rejects it: {e}", golden.display())),
+            }
+        }
     }
-    assert!(failures.is_empty(), "{} filetest(s) failed:\n\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} filetest(s) failed:\n\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -12,12 +12,25 @@ fn with_launch(launch: LaunchDecl) -> kda_ir::Kernel {
 
 #[test]
 fn launch_shape() {
-    let l = |block, cluster, min| LaunchDecl { block, cluster, min_blocks_per_sm: min };
-    assert_err(&with_launch(l(48, 1, None)), "block of 48 threads; allowed: a positive multiple of 32 up to 1024");
+    let l = |block, cluster, min| LaunchDecl {
+        block,
+        cluster,
+        min_blocks_per_sm: min,
+    };
+    assert_err(
+        &with_launch(l(48, 1, None)),
+        "block of 48 threads; allowed: a positive multiple of 32 up to 1024",
+    );
     assert_err(&with_launch(l(2048, 1, None)), "block of 2048 threads");
-    assert_err(&with_launch(l(64, 17, None)), "cluster of 17 CTAs; allowed: 1 to 16");
+    assert_err(
+        &with_launch(l(64, 17, None)),
+        "cluster of 17 CTAs; allowed: 1 to 16",
+    );
     assert_err(&with_launch(l(64, 0, None)), "cluster of 0 CTAs");
-    assert_err(&with_launch(l(64, 1, Some(0))), "min_blocks 0; allowed: a positive count of CTAs per SM");
+    assert_err(
+        &with_launch(l(64, 1, Some(0))),
+        "min_blocks 0; allowed: a positive count of CTAs per SM",
+    );
     assert_ok(&with_launch(l(1024, 16, Some(1))));
 }
 
@@ -25,19 +38,40 @@ fn launch_shape() {
 fn tensors_and_scalars() {
     assert_err(
         &kernel(32, |b| {
-            b.tensor("x", Scalar::F32, &[Dim::Const(4), Dim::Const(4)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+            b.tensor(
+                "x",
+                Scalar::F32,
+                &[Dim::Const(4), Dim::Const(4)],
+                &[Dim::Const(1)],
+                Provenance::Ready,
+                Access::Read,
+            );
         }),
         "tensor t0 \"x\" has 2 dimensions but 1 strides; give one stride per dimension",
     );
     assert_err(
         &kernel(32, |b| {
-            b.tensor("x", Scalar::Bool, &[Dim::Const(4)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+            b.tensor(
+                "x",
+                Scalar::Bool,
+                &[Dim::Const(4)],
+                &[Dim::Const(1)],
+                Provenance::Ready,
+                Access::Read,
+            );
         }),
         "tensor t0 \"x\" has dtype bool, which has no memory form; use a numeric dtype",
     );
     assert_err(
         &kernel(32, |b| {
-            let t = b.tensor("x", Scalar::F32, &[Dim::Const(4)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+            let t = b.tensor(
+                "x",
+                Scalar::F32,
+                &[Dim::Const(4)],
+                &[Dim::Const(1)],
+                Provenance::Ready,
+                Access::Read,
+            );
             b.set_align(t, 2);
         }),
         "tensor t0 \"x\" declares align 2; allowed: a power of two of at least 4 (its dtype's size)",
@@ -50,7 +84,14 @@ fn tensors_and_scalars() {
     );
     assert_ok(&kernel(32, |b| {
         let n = b.sym("n");
-        let t = b.tensor("x", Scalar::BF16, &[Dim::Sym(n), Dim::Const(8)], &[Dim::Const(8), Dim::Const(1)], Provenance::Ready, Access::Read);
+        let t = b.tensor(
+            "x",
+            Scalar::BF16,
+            &[Dim::Sym(n), Dim::Const(8)],
+            &[Dim::Const(8), Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
         b.set_align(t, 16);
         b.scalar("eps", Scalar::F32);
     }));

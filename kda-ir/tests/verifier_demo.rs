@@ -9,7 +9,9 @@ use verifier_support::*;
 
 /// The text form without `; @file:line:col` locations.
 fn without_locs(text: &str) -> String {
-    text.lines().map(|l| format!("{}\n", l.split("  ; @").next().unwrap_or(l))).collect()
+    text.lines()
+        .map(|l| format!("{}\n", l.split("  ; @").next().unwrap_or(l)))
+        .collect()
 }
 
 #[test]
@@ -22,24 +24,47 @@ fn demo_verifies() {
 
 #[test]
 fn support_demo_is_the_example() {
-    assert_eq!(without_locs(&write_kernel(&demo(2))), without_locs(&write_kernel(&dsmem_exchange::builder_api(2))));
+    assert_eq!(
+        without_locs(&write_kernel(&demo(2))),
+        without_locs(&write_kernel(&dsmem_exchange::builder_api(2)))
+    );
 }
 
 #[test]
 fn errors_are_collected_and_listed_inline() {
-    let k = Demo { pdl_wait: false, wait: false, cluster_sync: false, ..Demo::default() }.build();
+    let k = Demo {
+        pdl_wait: false,
+        wait: false,
+        cluster_sync: false,
+        ..Demo::default()
+    }
+    .build();
     let e = verify(&k).unwrap_err();
     let msgs: Vec<&str> = e.errors.iter().map(|e| e.msg.as_str()).collect();
     assert_eq!(msgs.len(), 3, "{e}");
     // In layout order, as printed.
     assert!(msgs[0].starts_with("`ld.global` reads t0 \"input\""), "{e}");
-    assert!(msgs[1].starts_with("`st.async` sends to bar0 \"inbox_full\""), "{e}");
-    assert!(msgs[2].starts_with("`ld.shared` reads buf0 \"inbox\""), "{e}");
+    assert!(
+        msgs[1].starts_with("`st.async` sends to bar0 \"inbox_full\""),
+        "{e}"
+    );
+    assert!(
+        msgs[2].starts_with("`ld.shared` reads buf0 \"inbox\""),
+        "{e}"
+    );
     // Each error sits under its instruction, with the instruction's location.
     let lines: Vec<&str> = e.listing.lines().collect();
     for err in &e.errors {
-        let at = lines.iter().position(|l| l.ends_with(&format!("; @{}", err.loc))).expect("instruction printed");
-        assert_eq!(lines[at + 1].trim_start(), format!(";! error: {}", err.msg), "{}", e.listing);
+        let at = lines
+            .iter()
+            .position(|l| l.ends_with(&format!("; @{}", err.loc)))
+            .expect("instruction printed");
+        assert_eq!(
+            lines[at + 1].trim_start(),
+            format!(";! error: {}", err.msg),
+            "{}",
+            e.listing
+        );
     }
     // Display: the errors with their locations, then the listing.
     let shown = e.to_string();
@@ -52,5 +77,9 @@ fn declaration_errors_go_above_the_kernel() {
     let mut k = demo(2);
     k.launch.block = 48;
     let e = verify(&k).unwrap_err();
-    assert!(e.listing.starts_with(";! error: block of 48 threads"), "{}", e.listing);
+    assert!(
+        e.listing.starts_with(";! error: block of 48 threads"),
+        "{}",
+        e.listing
+    );
 }

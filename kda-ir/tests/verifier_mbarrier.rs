@@ -4,13 +4,20 @@
 
 mod verifier_support;
 
-use kda_ir::{Access, Barrier, Buffer, Builder, CachePolicy, CmpOp, Dim, Provenance, Role, Scalar, Type};
+use kda_ir::{
+    Access, Barrier, Buffer, Builder, CachePolicy, CmpOp, Dim, Provenance, Role, Scalar, Type,
+};
 use verifier_support::*;
 
 /// One 32-thread role `w` owning `buf` (f32[64]) and barrier `bar`
 /// (`arrivals`, `tx`): lane 0 inits and arms it with `expect` bytes, then the
 /// cluster syncs, then `f` runs in the role.
-fn one_warp(arrivals: u32, tx: u32, expect: Option<u32>, f: impl FnOnce(&mut Builder, Buffer, Barrier, Role)) -> kda_ir::Kernel {
+fn one_warp(
+    arrivals: u32,
+    tx: u32,
+    expect: Option<u32>,
+    f: impl FnOnce(&mut Builder, Buffer, Barrier, Role),
+) -> kda_ir::Kernel {
     kernel(32, |b| {
         let w = b.role("w", 0, 32);
         let bar = b.mbarrier("full", arrivals, tx, &[w]);
@@ -35,14 +42,22 @@ fn one_warp(arrivals: u32, tx: u32, expect: Option<u32>, f: impl FnOnce(&mut Bui
 fn send(b: &mut Builder, buf: Buffer, bar: Barrier, ty: Type) {
     let lane = b.special(kda_ir::Special::LaneId);
     let x = b.f32(1.0);
-    let v = if ty.is_scalar() { x } else { b.pack(&vec![x; ty.lanes as usize]) };
+    let v = if ty.is_scalar() {
+        x
+    } else {
+        b.pack(&vec![x; ty.lanes as usize])
+    };
     let cta = b.cluster_rank();
     b.st_async(buf, lane, v, cta, bar);
 }
 
 #[test]
 fn a_waited_barrier_is_initialised() {
-    let k = Demo { init: false, ..Demo::default() }.build();
+    let k = Demo {
+        init: false,
+        ..Demo::default()
+    }
+    .build();
     assert_err(
         &k,
         "`mbarrier.wait` on bar0 \"inbox_full\", which no `mbarrier.init` initialises; initialise it (then fence and sync the cluster) before any use",
@@ -70,7 +85,10 @@ fn a_waited_barrier_with_transactions_is_armed_and_filled() {
         send(b, buf, bar, Type::F32);
         b.wait(bar);
     });
-    assert_err(&k, "`mbarrier.wait` on bar0 \"full\", which expects 128 transaction bytes per phase but is never armed: add an `mbarrier.arrive.expect_tx`");
+    assert_err(
+        &k,
+        "`mbarrier.wait` on bar0 \"full\", which expects 128 transaction bytes per phase but is never armed: add an `mbarrier.arrive.expect_tx`",
+    );
     let k = one_warp(1, 128, Some(128), |b, _, bar, _| b.wait(bar));
     assert_err(
         &k,
@@ -84,34 +102,78 @@ fn a_waited_barrier_with_transactions_is_armed_and_filled() {
 
 #[test]
 fn expect_tx_fits_the_declaration() {
-    let k = Demo { expect: 64, ..Demo::default() }.build();
+    let k = Demo {
+        expect: 64,
+        ..Demo::default()
+    }
+    .build();
     assert_err(
         &k,
         "`mbarrier.arrive.expect_tx` expects 64 bytes, but bar0 \"inbox_full\" completes a phase on its single arrival, so it must expect exactly the declared 128 bytes",
     );
     // With two arrivals, each may expect part of the phase, but not more than all of it.
     let k = one_warp(2, 128, Some(256), |b, _, bar, _| b.mbarrier_arrive(bar));
-    assert_err(&k, "`mbarrier.arrive.expect_tx` expects 256 bytes, more than the 128 bytes per phase bar0 \"full\" declares");
-    assert_ok(&one_warp(2, 128, Some(64), |b, _, bar, _| b.mbarrier_arrive_expect_tx(bar, 64)));
+    assert_err(
+        &k,
+        "`mbarrier.arrive.expect_tx` expects 256 bytes, more than the 128 bytes per phase bar0 \"full\" declares",
+    );
+    assert_ok(&one_warp(2, 128, Some(64), |b, _, bar, _| {
+        b.mbarrier_arrive_expect_tx(bar, 64)
+    }));
 }
 
 #[test]
 fn sends_add_up_to_the_declared_bytes() {
     // The demo declares 512 bytes, its 32 senders send 4 bytes each.
-    let k = Demo { tx: 512, expect: 512, ..Demo::default() }.build();
+    let k = Demo {
+        tx: 512,
+        expect: 512,
+        ..Demo::default()
+    }
+    .build();
     let e = assert_err(
         &k,
         "transaction bytes of mbarrier bar0 \"inbox_full\" do not add up: it expects 512 bytes per phase (declared at ",
     );
-    assert!(e.msg.contains("), but the sends into it add up to 128 bytes (`st.async` at "), "{}", e.msg);
-    assert!(e.msg.contains(": 4 bytes × 32 threads of role role0 \"sender\")"), "{}", e.msg);
+    assert!(
+        e.msg
+            .contains("), but the sends into it add up to 128 bytes (`st.async` at "),
+        "{}",
+        e.msg
+    );
+    assert!(
+        e.msg
+            .contains(": 4 bytes × 32 threads of role role0 \"sender\")"),
+        "{}",
+        e.msg
+    );
     // The error is at the DSL line of the send.
-    let k2 = Demo { tx: 512, expect: 512, ..Demo::default() }.build();
+    let k2 = Demo {
+        tx: 512,
+        expect: 512,
+        ..Demo::default()
+    }
+    .build();
     let st = find(&k2, "st.async");
     assert_eq!(e.loc, k2.insts[st].loc);
     // Sending f32x4 per lane makes 512.
-    assert_ok(&Demo { tx: 512, expect: 512, send_lanes: 4, ..Demo::default() }.build());
-    assert_err(&Demo { send_lanes: 2, ..Demo::default() }.build(), "add up to 256 bytes");
+    assert_ok(
+        &Demo {
+            tx: 512,
+            expect: 512,
+            send_lanes: 4,
+            ..Demo::default()
+        }
+        .build(),
+    );
+    assert_err(
+        &Demo {
+            send_lanes: 2,
+            ..Demo::default()
+        }
+        .build(),
+        "add up to 256 bytes",
+    );
 }
 
 #[test]
@@ -119,7 +181,14 @@ fn bulk_copies_count_their_bytes_once() {
     let bulk = |bytes: u32| {
         kernel(32, |b| {
             let w = b.role("w", 0, 32);
-            let t = b.tensor("x", Scalar::F32, &[Dim::Const(64)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+            let t = b.tensor(
+                "x",
+                Scalar::F32,
+                &[Dim::Const(64)],
+                &[Dim::Const(1)],
+                Provenance::Ready,
+                Access::Read,
+            );
             b.set_align(t, 16);
             let bar = b.mbarrier("full", 1, 256, &[w]);
             let buf = b.shared("buf", Scalar::F32, 64, 128, &[w], Some(bar));
@@ -139,7 +208,10 @@ fn bulk_copies_count_their_bytes_once() {
         })
     };
     assert_err(&bulk(128), "it expects 256 bytes per phase (declared at");
-    assert_err(&bulk(128), "but the sends into it add up to 128 bytes (`cp.async.bulk` at");
+    assert_err(
+        &bulk(128),
+        "but the sends into it add up to 128 bytes (`cp.async.bulk` at",
+    );
     assert_ok(&bulk(256));
 }
 
@@ -189,7 +261,10 @@ fn each_waited_phase_gets_its_bytes() {
             });
         })
     };
-    assert_err(&looped(Type::vec(Scalar::F32, 2)), "add up to 256 bytes per iteration of the `for` at");
+    assert_err(
+        &looped(Type::vec(Scalar::F32, 2)),
+        "add up to 256 bytes per iteration of the `for` at",
+    );
     assert_ok(&looped(Type::F32));
 }
 
@@ -208,7 +283,10 @@ fn waits_follow_phases_in_order() {
         &waits(&[0, 1, 1]),
         "`mbarrier.wait` waits for phase 1 of bar0 \"full\" after the same threads waited for phase 1; a role waits on a barrier's phases in increasing order",
     );
-    assert_err(&waits(&[1, 0]), "waits for phase 0 of bar0 \"full\" after the same threads waited for phase 1");
+    assert_err(
+        &waits(&[1, 0]),
+        "waits for phase 0 of bar0 \"full\" after the same threads waited for phase 1",
+    );
     assert_ok(&waits(&[0, 1, 2]));
     // Across regions of the same role.
     let k = one_warp(1, 0, None, |b, _, bar, w| {
@@ -216,5 +294,8 @@ fn waits_follow_phases_in_order() {
         b.wait_phase(bar, 0);
         b.in_role(w, |b| b.wait_phase(bar, 0));
     });
-    assert_err(&k, "waits for phase 0 of bar0 \"full\" after the same threads waited for phase 0");
+    assert_err(
+        &k,
+        "waits for phase 0 of bar0 \"full\" after the same threads waited for phase 0",
+    );
 }

@@ -8,7 +8,14 @@ use kda_ir::{Access, Builder, CachePolicy, Dim, Provenance, Scalar, Tensor, Type
 use verifier_support::*;
 
 fn input(b: &mut Builder, provenance: Provenance) -> Tensor {
-    b.tensor("x", Scalar::F32, &[Dim::Const(64)], &[Dim::Const(1)], provenance, Access::Read)
+    b.tensor(
+        "x",
+        Scalar::F32,
+        &[Dim::Const(64)],
+        &[Dim::Const(1)],
+        provenance,
+        Access::Read,
+    )
 }
 
 fn read(b: &mut Builder, t: Tensor) {
@@ -18,7 +25,11 @@ fn read(b: &mut Builder, t: Tensor) {
 
 #[test]
 fn produced_tensors_are_read_after_the_pdl_wait() {
-    let k = Demo { pdl_wait: false, ..Demo::default() }.build();
+    let k = Demo {
+        pdl_wait: false,
+        ..Demo::default()
+    }
+    .build();
     assert_err(
         &k,
         "`ld.global` reads t0 \"input\", which the preceding launch produces, before `pdl.wait`; wait for the preceding launch first (only ready tensors may be read before the wait)",
@@ -51,7 +62,10 @@ fn the_pdl_wait_must_be_on_every_path_of_the_same_threads() {
         b.in_role(a, |b| b.pdl_wait());
         b.in_role(c, |b| read(b, t));
     });
-    assert_err(&k, "`ld.global` reads t0 \"x\", which the preceding launch produces, before `pdl.wait`");
+    assert_err(
+        &k,
+        "`ld.global` reads t0 \"x\", which the preceding launch produces, before `pdl.wait`",
+    );
     // The same role's earlier region does; so does a wait of the whole block.
     assert_ok(&kernel(64, |b| {
         let t = input(b, Provenance::Produced);
@@ -109,7 +123,11 @@ fn the_pdl_wait_must_be_on_every_path_of_the_same_threads() {
 
 #[test]
 fn guarded_buffers_are_read_after_a_wait_on_their_guard() {
-    let k = Demo { wait: false, ..Demo::default() }.build();
+    let k = Demo {
+        wait: false,
+        ..Demo::default()
+    }
+    .build();
     assert_err(
         &k,
         "`ld.shared` reads buf0 \"inbox\", which bar0 \"inbox_full\" guards, before these threads wait on that barrier; add an `mbarrier.wait` on it first, on every path in this role",
@@ -119,7 +137,11 @@ fn guarded_buffers_are_read_after_a_wait_on_their_guard() {
 
 #[test]
 fn dsmem_sends_follow_the_cluster_barrier_after_init() {
-    let k = Demo { cluster_sync: false, ..Demo::default() }.build();
+    let k = Demo {
+        cluster_sync: false,
+        ..Demo::default()
+    }
+    .build();
     let e = assert_err(
         &k,
         "`st.async` sends to bar0 \"inbox_full\" of a peer CTA before a `cluster.wait` that follows its `mbarrier.init` (at ",
@@ -140,13 +162,27 @@ fn dsmem_sends_follow_the_cluster_barrier_after_init() {
             });
         });
         b.in_role(s, |b| {
-            let (lane, x, peer) = (b.special(kda_ir::Special::LaneId), b.f32(1.0), b.cluster_rank());
+            let (lane, x, peer) = (
+                b.special(kda_ir::Special::LaneId),
+                b.f32(1.0),
+                b.cluster_rank(),
+            );
             b.st_async(buf, lane, x, peer, bar);
         });
     });
-    assert_err(&k, "`st.async` sends to bar0 \"full\" of a peer CTA before a `cluster.wait` that follows its `mbarrier.init`");
+    assert_err(
+        &k,
+        "`st.async` sends to bar0 \"full\" of a peer CTA before a `cluster.wait` that follows its `mbarrier.init`",
+    );
     // A send into a barrier nothing initialises.
-    let k = Demo { init: false, ..Demo::default() }.build();
-    assert_err(&k, "`st.async` completes bytes on bar0 \"inbox_full\" of a peer CTA, but no `mbarrier.init` initialises that barrier");
+    let k = Demo {
+        init: false,
+        ..Demo::default()
+    }
+    .build();
+    assert_err(
+        &k,
+        "`st.async` completes bytes on bar0 \"inbox_full\" of a peer CTA, but no `mbarrier.init` initialises that barrier",
+    );
     assert_ok(&Demo::default().build());
 }

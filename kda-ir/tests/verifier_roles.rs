@@ -84,7 +84,10 @@ fn buffers_are_touched_only_by_their_roles() {
         &build(None),
         "`ld.shared` touches shared buffer buf0 \"s\", which is declared for roles (role0 \"a\"); this runs outside any role: move it into a region of one of those roles",
     );
-    assert_err(&build(Some(1)), "which is declared for roles (role0 \"a\"); this runs in role role1 \"c\"");
+    assert_err(
+        &build(Some(1)),
+        "which is declared for roles (role0 \"a\"); this runs in role role1 \"c\"",
+    );
     assert_ok(&build(Some(0)));
 }
 
@@ -101,6 +104,9 @@ fn barriers_are_touched_only_by_their_roles() {
             }
         })
     };
-    assert_err(&build(false), "`mbarrier.init` touches mbarrier bar0 \"full\", which is declared for roles (role0 \"a\")");
+    assert_err(
+        &build(false),
+        "`mbarrier.init` touches mbarrier bar0 \"full\", which is declared for roles (role0 \"a\")",
+    );
     assert_ok(&build(true));
 }

@@ -46,7 +46,10 @@ fn values_of_a_region_stay_inside_it() {
     });
     let add = find(&k, "add");
     k.insts[add].args[0] = inner.unwrap();
-    assert_err(&k, "v1 is defined inside a region that does not enclose this use (the `if` at");
+    assert_err(
+        &k,
+        "v1 is defined inside a region that does not enclose this use (the `if` at",
+    );
     // The legal form passes the value out with a yield.
     assert_ok(&kernel(32, |b| {
         let t = b.bool(true);
@@ -88,7 +91,9 @@ fn results_of_a_region_op_are_not_visible_inside_it() {
     });
     let i = find(&k, "if");
     let r = k.insts[i].results[0];
-    let Op::If { then, .. } = k.insts[i].op else { unreachable!() };
+    let Op::If { then, .. } = k.insts[i].op else {
+        unreachable!()
+    };
     let y = *k.regions[then].insts.last().unwrap();
     k.insts[y].args[0] = r;
     assert_err(&k, "v3 is a result of the `if` at");

@@ -14,7 +14,10 @@ use verifier_support::*;
 fn declarations_name_declared_entities() {
     let mut k = demo(2);
     k.buffers[kda_ir::Buffer::new(0)].guard = Some(Barrier::new(5));
-    assert_err(&k, "shared buffer buf0 \"inbox\" is guarded by bar5, which is not declared");
+    assert_err(
+        &k,
+        "shared buffer buf0 \"inbox\" is guarded by bar5, which is not declared",
+    );
     assert_ok(&demo(2));
 }
 
@@ -22,7 +25,10 @@ fn declarations_name_declared_entities() {
 fn instructions_name_declared_entities() {
     let mut k = demo(2);
     let ld = find(&k, "ld.global");
-    k.insts[ld].op = Op::LdGlobal { tensor: Tensor::new(9), policy: Default::default() };
+    k.insts[ld].op = Op::LdGlobal {
+        tensor: Tensor::new(9),
+        policy: Default::default(),
+    };
     assert_err(&k, "ld.global names t9, which is not declared");
 }
 
@@ -32,9 +38,18 @@ fn instructions_name_existing_values() {
     let fma = find(&k, "fma");
     k.insts[fma].args[2] = Value::new(999);
     let e = verify(&k).unwrap_err();
-    assert!(e.errors.iter().any(|e| e.msg == "fma names v999, which does not exist"), "{e}");
+    assert!(
+        e.errors
+            .iter()
+            .any(|e| e.msg == "fma names v999, which does not exist"),
+        "{e}"
+    );
     // A dangling value cannot be printed: the listing is the errors alone.
-    assert!(e.listing.starts_with(";! the kernel cannot be printed"), "{}", e.listing);
+    assert!(
+        e.listing.starts_with(";! the kernel cannot be printed"),
+        "{}",
+        e.listing
+    );
 }
 
 #[test]
@@ -44,9 +59,14 @@ fn a_region_belongs_to_one_instruction() {
         b.if_(t, |_| {});
     });
     let i = find(&k, "if");
-    let Op::If { then, .. } = k.insts[i].op else { unreachable!() };
+    let Op::If { then, .. } = k.insts[i].op else {
+        unreachable!()
+    };
     k.insts[i].op = Op::If { then, els: then };
-    assert_err(&k, "is also the region of another instruction; a region belongs to exactly one");
+    assert_err(
+        &k,
+        "is also the region of another instruction; a region belongs to exactly one",
+    );
 }
 
 #[test]
@@ -66,7 +86,9 @@ fn nested_regions_end_with_a_yield() {
         b.if_(t, |b| b.pdl_wait());
     });
     let i = find(&k, "if");
-    let Op::If { then, .. } = k.insts[i].op else { unreachable!() };
+    let Op::If { then, .. } = k.insts[i].op else {
+        unreachable!()
+    };
     k.regions[then].insts.pop();
     assert_err(&k, "of this `if` does not end with a yield");
 }
@@ -74,19 +96,32 @@ fn nested_regions_end_with_a_yield() {
 #[test]
 fn yield_only_ends_nested_regions() {
     let mut k = kernel(32, |b| b.pdl_wait());
-    let y = k.insts.push(InstData { op: Op::Yield, args: vec![], results: vec![], loc: Loc::synthetic() });
+    let y = k.insts.push(InstData {
+        op: Op::Yield,
+        args: vec![],
+        results: vec![],
+        loc: Loc::synthetic(),
+    });
     let body = k.body;
     k.regions[body].insts.push(y);
-    assert_err(&k, "`yield` in the top-level region; only nested regions end with a yield");
+    assert_err(
+        &k,
+        "`yield` in the top-level region; only nested regions end with a yield",
+    );
 
     let mut k = kernel(32, |b| {
         let t = b.bool(true);
         b.if_(t, |b| b.pdl_wait());
     });
     let i = find(&k, "if");
-    let Op::If { then, .. } = k.insts[i].op else { unreachable!() };
+    let Op::If { then, .. } = k.insts[i].op else {
+        unreachable!()
+    };
     k.regions[then].insts.swap(0, 1);
-    assert_err(&k, "`yield` before the end of its region; it must be the region's last instruction");
+    assert_err(
+        &k,
+        "`yield` before the end of its region; it must be the region's last instruction",
+    );
 }
 
 #[test]
@@ -98,7 +133,10 @@ fn a_value_is_defined_once() {
     let consts: Vec<_> = k.insts.keys().collect();
     let v = k.insts[consts[0]].results[0];
     k.insts[consts[1]].results[0] = v;
-    assert_err(&k, "v0 is defined more than once; a value has exactly one definition");
+    assert_err(
+        &k,
+        "v0 is defined more than once; a value has exactly one definition",
+    );
 }
 
 #[test]
@@ -108,7 +146,10 @@ fn a_value_records_its_definition() {
     });
     let v = Value::new(0);
     k.values[v].def = ValueDef::Param(Region::new(0), 0);
-    assert_err(&k, "v0 is result 0 of this instruction but records its definition as parameter 0 of r0");
+    assert_err(
+        &k,
+        "v0 is result 0 of this instruction but records its definition as parameter 0 of r0",
+    );
     let ok = kernel(32, |b| {
         let v = b.u32(1);
         assert_eq!(b.ty(v), Type::U32);

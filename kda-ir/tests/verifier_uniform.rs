@@ -78,7 +78,11 @@ fn variation_flows_through_loads_and_regions() {
     let load = |lane_index: bool| {
         kernel(128, |b| {
             let s = b.shared("s", Scalar::U32, 128, 16, &[], None);
-            let i = if lane_index { b.special(Special::LaneId) } else { b.u32(3) };
+            let i = if lane_index {
+                b.special(Special::LaneId)
+            } else {
+                b.u32(3)
+            };
             let v = b.ld_shared(s, i, Type::U32);
             let z = b.u32(0);
             let c = b.cmp(CmpOp::Eq, v, z);
@@ -87,7 +91,10 @@ fn variation_flows_through_loads_and_regions() {
             });
         })
     };
-    assert_err(&load(true), "`elect` is a warp collective under thread-divergent control flow");
+    assert_err(
+        &load(true),
+        "`elect` is a warp collective under thread-divergent control flow",
+    );
     assert_ok(&load(false));
     // Through an if's results and a loop's carried values.
     assert_err(
@@ -120,7 +127,11 @@ fn no_collective_in_a_lane_dependent_loop() {
     let for_loop = |hi_from_lane: bool| {
         kernel(128, |b| {
             let lo = b.u32(0);
-            let hi = if hi_from_lane { b.special(Special::LaneId) } else { b.u32(8) };
+            let hi = if hi_from_lane {
+                b.special(Special::LaneId)
+            } else {
+                b.u32(8)
+            };
             let one = b.u32(1);
             b.for_(lo, hi, one, &[], |b, _, _| {
                 shfl(b);
@@ -128,13 +139,20 @@ fn no_collective_in_a_lane_dependent_loop() {
             });
         })
     };
-    assert_err(&for_loop(true), "`shfl.bfly` is a warp collective under thread-divergent control flow: the `for` at");
+    assert_err(
+        &for_loop(true),
+        "`shfl.bfly` is a warp collective under thread-divergent control flow: the `for` at",
+    );
     assert_ok(&for_loop(false));
 
     let while_loop = |lane_bound: bool| {
         kernel(128, |b| {
             let z = b.u32(0);
-            let bound = if lane_bound { b.thread_idx() } else { b.block_idx(0) };
+            let bound = if lane_bound {
+                b.thread_idx()
+            } else {
+                b.block_idx(0)
+            };
             b.while_(
                 &[z],
                 |b, c| b.cmp(CmpOp::Lt, c[0], bound),
@@ -151,7 +169,10 @@ fn no_collective_in_a_lane_dependent_loop() {
             );
         })
     };
-    assert_err(&while_loop(true), "`mma.m16n8k16` is a warp collective under thread-divergent control flow: the `while` at");
+    assert_err(
+        &while_loop(true),
+        "`mma.m16n8k16` is a warp collective under thread-divergent control flow: the `while` at",
+    );
     assert_ok(&while_loop(false));
 }
 

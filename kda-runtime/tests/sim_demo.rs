@@ -9,11 +9,15 @@ fn to_bytes(x: &[f32]) -> Vec<u8> {
 }
 
 fn to_f32(b: &[u8]) -> Vec<f32> {
-    b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 fn input(rows: u32) -> Vec<f32> {
-    (0..rows * LANES).map(|i| (i as f32) * 0.25 - 17.0).collect()
+    (0..rows * LANES)
+        .map(|i| (i as f32) * 0.25 - 17.0)
+        .collect()
 }
 
 fn run(dev: &SimDevice, cluster: u32, rows: u32) -> Vec<f32> {
@@ -22,8 +26,14 @@ fn run(dev: &SimDevice, cluster: u32, rows: u32) -> Vec<f32> {
     let x = input(rows);
     let inp = dev.upload(&to_bytes(&x)).unwrap();
     let out = dev.upload(&vec![0u8; x.len() * 4]).unwrap();
-    let cfg = LaunchConfig { grid: [rows, 1, 1], pdl: true, syms: vec![rows as i64], scalars: vec![] };
-    dev.launch(&m, &cfg, &[&inp, &out]).unwrap_or_else(|e| panic!("launch failed:\n{e}"));
+    let cfg = LaunchConfig {
+        grid: [rows, 1, 1],
+        pdl: true,
+        syms: vec![rows as i64],
+        scalars: vec![],
+    };
+    dev.launch(&m, &cfg, &[&inp, &out])
+        .unwrap_or_else(|e| panic!("launch failed:\n{e}"));
     dev.synchronize().unwrap();
     to_f32(&dev.download(&out).unwrap())
 }
@@ -47,7 +57,10 @@ fn demo_cluster_4_matches_reference() {
 
 #[test]
 fn demo_single_thread_and_many_clusters() {
-    let dev = SimDevice::with_options(SimOptions { threads: 1, ..SimOptions::default() });
+    let dev = SimDevice::with_options(SimOptions {
+        threads: 1,
+        ..SimOptions::default()
+    });
     let rows = 64;
     assert_eq!(run(&dev, 4, rows), reference(&input(rows), 4));
 }
@@ -58,9 +71,17 @@ fn seeded_random_interleavings_give_the_same_result() {
     let want = reference(&input(rows), 4);
     for seed in 0..16 {
         for slice in [1, 3, 16] {
-            let dev = SimDevice::with_options(SimOptions { seed: Some(seed), max_slice: slice, ..SimOptions::default() });
+            let dev = SimDevice::with_options(SimOptions {
+                seed: Some(seed),
+                max_slice: slice,
+                ..SimOptions::default()
+            });
             assert_eq!(run(&dev, 4, rows), want, "seed {seed}, slice {slice}");
-            assert_eq!(run(&dev, 2, rows), reference(&input(rows), 2), "seed {seed}, slice {slice}");
+            assert_eq!(
+                run(&dev, 2, rows),
+                reference(&input(rows), 2),
+                "seed {seed}, slice {slice}"
+            );
         }
     }
 }

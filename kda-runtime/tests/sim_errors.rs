@@ -2,7 +2,9 @@
 //! a deadlock when the send is missing, a transaction-byte overflow, an
 //! out-of-bounds load, and other barrier misuse.
 
-use kda_ir::{Access, Builder, CachePolicy, CmpOp, Dim, Kernel, LaunchDecl, Provenance, Scalar, Type};
+use kda_ir::{
+    Access, Builder, CachePolicy, CmpOp, Dim, Kernel, LaunchDecl, Provenance, Scalar, Type,
+};
 use kda_runtime::sim::{Space, WaitOn};
 use kda_runtime::{Device, LaunchConfig, RuntimeError, SimDevice, SimError, SimOptions};
 
@@ -28,17 +30,49 @@ enum Twist {
 
 /// The demo kernel with a twist; returns it and the source line of the receiver's wait.
 fn exchange(cluster: u32, twist: Twist) -> (Kernel, u32) {
-    let mut b = Builder::new("exchange_twin", LaunchDecl { block: 64, cluster, min_blocks_per_sm: None });
+    let mut b = Builder::new(
+        "exchange_twin",
+        LaunchDecl {
+            block: 64,
+            cluster,
+            min_blocks_per_sm: None,
+        },
+    );
     let rows = b.sym("rows");
     let shape = [Dim::Sym(rows), Dim::Const(LANES as u64)];
     let strides = [Dim::Const(LANES as u64), Dim::Const(1)];
-    let input = b.tensor("input", Scalar::F32, &shape, &strides, Provenance::Produced, Access::Read);
-    let output = b.tensor("output", Scalar::F32, &shape, &strides, Provenance::Ready, Access::Write);
+    let input = b.tensor(
+        "input",
+        Scalar::F32,
+        &shape,
+        &strides,
+        Provenance::Produced,
+        Access::Read,
+    );
+    let output = b.tensor(
+        "output",
+        Scalar::F32,
+        &shape,
+        &strides,
+        Provenance::Ready,
+        Access::Write,
+    );
     let sender = b.role("sender", 0, 32);
     let receiver = b.role("receiver", 32, 32);
-    let bytes = if twist == Twist::Overflow { 64 } else { 4 * LANES };
+    let bytes = if twist == Twist::Overflow {
+        64
+    } else {
+        4 * LANES
+    };
     let full = b.mbarrier("inbox_full", 1, bytes, &[sender, receiver]);
-    let inbox = b.shared("inbox", Scalar::F32, LANES, 16, &[sender, receiver], Some(full));
+    let inbox = b.shared(
+        "inbox",
+        Scalar::F32,
+        LANES,
+        16,
+        &[sender, receiver],
+        Some(full),
+    );
 
     let tid = b.thread_idx();
     let lane_mask = b.u32(31);
@@ -105,12 +139,23 @@ fn exchange(cluster: u32, twist: Twist) -> (Kernel, u32) {
 fn run(k: &Kernel, rows: u32, opts: SimOptions) -> Result<Vec<f32>, RuntimeError> {
     let dev = SimDevice::with_options(opts);
     let m = dev.load_unverified(k)?;
-    let x: Vec<u8> = (0..rows * LANES).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let x: Vec<u8> = (0..rows * LANES)
+        .flat_map(|i| (i as f32).to_le_bytes())
+        .collect();
     let inp = dev.upload(&x)?;
     let out = dev.upload(&vec![0u8; x.len()])?;
-    let cfg = LaunchConfig { grid: [rows, 1, 1], pdl: true, syms: vec![rows as i64], scalars: vec![] };
+    let cfg = LaunchConfig {
+        grid: [rows, 1, 1],
+        pdl: true,
+        syms: vec![rows as i64],
+        scalars: vec![],
+    };
     dev.launch(&m, &cfg, &[&inp, &out])?;
-    Ok(dev.download(&out)?.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
+    Ok(dev
+        .download(&out)?
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect())
 }
 
 fn sim_err(r: Result<Vec<f32>, RuntimeError>) -> SimError {
@@ -144,7 +189,16 @@ fn missing_send_deadlocks_with_a_report() {
         assert_eq!((w.rank, w.warp), (rank as u32, 1));
         assert_eq!(w.loc.line, line);
         match &w.wait {
-            WaitOn::Mbarrier { name, phase, arrivals_expected, arrivals_done, tx_expected, tx_arrived, tx_pending, .. } => {
+            WaitOn::Mbarrier {
+                name,
+                phase,
+                arrivals_expected,
+                arrivals_done,
+                tx_expected,
+                tx_arrived,
+                tx_pending,
+                ..
+            } => {
                 assert_eq!(name, "inbox_full");
                 assert_eq!(*phase, 0);
                 assert_eq!((*arrivals_done, *arrivals_expected), (1, 1));
@@ -153,20 +207,33 @@ fn missing_send_deadlocks_with_a_report() {
             other => panic!("unexpected wait {other:?}"),
         }
     }
-    assert!(text.starts_with("deadlock in `exchange_twin`, cluster 0 (CTAs (0,0,0) (1,0,0))"), "{text}");
+    assert!(
+        text.starts_with("deadlock in `exchange_twin`, cluster 0 (CTAs (0,0,0) (1,0,0))"),
+        "{text}"
+    );
     let wait = format!(
         "CTA (0,0,0) rank 0 warp 1: mbarrier.wait on `inbox_full` (bar0) phase 0: barrier in phase 0, \
          arrivals 1/1, tx bytes 0/128 arrived (128 pending) at {}:{line}:",
         file!()
     );
     assert!(text.contains(&wait), "{text}\nmissing: {wait}");
-    assert!(text.contains("CTA (1,0,0) rank 1 warp 1: mbarrier.wait on `inbox_full`"), "{text}");
+    assert!(
+        text.contains("CTA (1,0,0) rank 1 warp 1: mbarrier.wait on `inbox_full`"),
+        "{text}"
+    );
 }
 
 #[test]
 fn deadlock_is_found_under_random_scheduling_too() {
     let (k, _) = exchange(4, Twist::NoSend);
-    let e = sim_err(run(&k, 8, SimOptions { seed: Some(7), ..SimOptions::default() }));
+    let e = sim_err(run(
+        &k,
+        8,
+        SimOptions {
+            seed: Some(7),
+            ..SimOptions::default()
+        },
+    ));
     let d = e.as_deadlock().expect("a deadlock");
     assert_eq!(d.cluster, 0, "the lowest failing cluster is reported");
     assert_eq!(d.blocked.len(), 4);
@@ -178,17 +245,39 @@ fn tx_overflow_names_the_barrier() {
     let e = sim_err(run(&k, 2, SimOptions::default()));
     let text = e.to_string();
     println!("{text}");
-    let SimError::TxOverflow(o) = &e else { panic!("expected a tx overflow, got {e}") };
+    let SimError::TxOverflow(o) = &e else {
+        panic!("expected a tx overflow, got {e}")
+    };
     assert_eq!(o.barrier, "inbox_full");
     assert_eq!((o.phase, o.expected, o.arrived), (0, 64, 128));
     assert_eq!(o.site.op, "st.async");
-    assert!(text.contains("transaction-byte overflow on mbarrier `inbox_full`"), "{text}");
-    assert!(text.contains("phase 0 expects 64 bytes but 128 arrive"), "{text}");
+    assert!(
+        text.contains("transaction-byte overflow on mbarrier `inbox_full`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("phase 0 expects 64 bytes but 128 arrive"),
+        "{text}"
+    );
     // Random interleavings find it as well (bytes may then arrive before the arming).
     for seed in 0..8 {
-        let e = sim_err(run(&k, 2, SimOptions { seed: Some(seed), max_slice: 2, ..SimOptions::default() }));
-        let SimError::TxOverflow(o) = &e else { panic!("seed {seed}: expected a tx overflow, got {e}") };
-        assert_eq!((o.barrier.as_str(), o.expected, o.arrived), ("inbox_full", 64, 128), "seed {seed}");
+        let e = sim_err(run(
+            &k,
+            2,
+            SimOptions {
+                seed: Some(seed),
+                max_slice: 2,
+                ..SimOptions::default()
+            },
+        ));
+        let SimError::TxOverflow(o) = &e else {
+            panic!("seed {seed}: expected a tx overflow, got {e}")
+        };
+        assert_eq!(
+            (o.barrier.as_str(), o.expected, o.arrived),
+            ("inbox_full", 64, 128),
+            "seed {seed}"
+        );
     }
 }
 
@@ -198,14 +287,21 @@ fn out_of_bounds_load_names_the_tensor() {
     let e = sim_err(run(&k, 2, SimOptions::default()));
     let text = e.to_string();
     println!("{text}");
-    let SimError::OutOfBounds(o) = &e else { panic!("expected an out-of-bounds access, got {e}") };
+    let SimError::OutOfBounds(o) = &e else {
+        panic!("expected an out-of-bounds access, got {e}")
+    };
     assert_eq!(o.space, Space::Global);
     assert_eq!(o.name, "input");
     assert_eq!(o.index, vec![0, 32]);
     assert_eq!(o.extent, vec![2, 32]);
     assert_eq!(o.site.lane, Some(31));
     assert_eq!(o.site.op, "ld.global");
-    assert!(text.contains("out-of-bounds access to tensor `input`: index [0, 32] outside shape [2, 32]"), "{text}");
+    assert!(
+        text.contains(
+            "out-of-bounds access to tensor `input`: index [0, 32] outside shape [2, 32]"
+        ),
+        "{text}"
+    );
     assert!(text.contains(file!()), "{text}");
 }
 
@@ -215,7 +311,10 @@ fn every_lane_arriving_on_a_count_1_barrier_is_misuse() {
     let e = sim_err(run(&k, 2, SimOptions::default()));
     let text = e.to_string();
     assert!(matches!(e, SimError::Barrier(_)), "{text}");
-    assert!(text.contains("32 lanes arrive at once on mbarrier `inbox_full`"), "{text}");
+    assert!(
+        text.contains("32 lanes arrive at once on mbarrier `inbox_full`"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -225,7 +324,10 @@ fn send_before_peer_init_is_reported_under_some_interleaving() {
     // barrier before CTA 1's receiver has initialised it.
     let e = sim_err(run(&k, 2, SimOptions::default()));
     let text = e.to_string();
-    assert!(text.contains("before that barrier is initialised"), "{text}");
+    assert!(
+        text.contains("before that barrier is initialised"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -234,9 +336,20 @@ fn produced_read_before_pdl_wait_is_reported() {
     let e = sim_err(run(&k, 2, SimOptions::default()));
     let text = e.to_string();
     assert!(matches!(e, SimError::ProducedBeforeWait { .. }), "{text}");
-    assert!(text.contains("tensor `input` is produced by the preceding launch"), "{text}");
+    assert!(
+        text.contains("tensor `input` is produced by the preceding launch"),
+        "{text}"
+    );
     // Without the check (or without PDL) the kernel runs.
-    run(&k, 2, SimOptions { check_pdl: false, ..SimOptions::default() }).unwrap();
+    run(
+        &k,
+        2,
+        SimOptions {
+            check_pdl: false,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap();
 }
 
 #[test]
@@ -245,7 +358,12 @@ fn bad_launches_are_rejected_before_running() {
     let dev = SimDevice::new();
     let m = dev.load_unverified(&k).unwrap();
     let buf = dev.upload(&[0u8; 64]).unwrap();
-    let cfg = LaunchConfig { grid: [3, 1, 1], pdl: false, syms: vec![3], scalars: vec![] };
+    let cfg = LaunchConfig {
+        grid: [3, 1, 1],
+        pdl: false,
+        syms: vec![3],
+        scalars: vec![],
+    };
     let e = dev.launch(&m, &cfg, &[&buf, &buf]).unwrap_err();
     assert!(matches!(e, RuntimeError::BadLaunch { .. }), "{e}");
 }

@@ -5,8 +5,8 @@
 //! throughput.
 
 use kda_ir::{
-    Access, BinOp, Builder, CachePolicy, CmpOp, Dim, Kernel, LaunchDecl, Provenance, Scalar, ShflMode, Special, Type,
-    UnOp, Value,
+    Access, BinOp, Builder, CachePolicy, CmpOp, Dim, Kernel, LaunchDecl, Provenance, Scalar,
+    ShflMode, Special, Type, UnOp, Value,
 };
 use kda_runtime::{Device, LaunchConfig, SimDevice, SimOptions};
 
@@ -14,7 +14,14 @@ const NORMAL: CachePolicy = CachePolicy::Normal;
 
 /// `cluster` CTAs per head; each state thread owns `4 * p` floats.
 fn kernel(cluster: u32, p: u32) -> Kernel {
-    let mut b = Builder::new("flagship_shape", LaunchDecl { block: 160, cluster, min_blocks_per_sm: None });
+    let mut b = Builder::new(
+        "flagship_shape",
+        LaunchDecl {
+            block: 160,
+            cluster,
+            min_blocks_per_sm: None,
+        },
+    );
     let ctas = b.sym("ctas");
     let w = 4 * p as u64;
     let state = b.tensor(
@@ -26,7 +33,14 @@ fn kernel(cluster: u32, p: u32) -> Kernel {
         Access::ReadWrite,
     );
     b.set_align(state, 16);
-    let kv = b.tensor("k", Scalar::F32, &[Dim::Const(w)], &[Dim::Const(1)], Provenance::Ready, Access::Read);
+    let kv = b.tensor(
+        "k",
+        Scalar::F32,
+        &[Dim::Const(w)],
+        &[Dim::Const(1)],
+        Provenance::Ready,
+        Access::Read,
+    );
     b.set_align(kv, 16);
     let gate = b.tensor(
         "gate",
@@ -48,7 +62,14 @@ fn kernel(cluster: u32, p: u32) -> Kernel {
     let main = b.role("state", 0, 128);
     let gw = b.role("gate", 128, 32);
     let full = b.mbarrier("decay_full", 1, 512 * cluster, &[main, gw]);
-    let decay = b.shared("decay", Scalar::F32, 128 * cluster, 16, &[main, gw], Some(full));
+    let decay = b.shared(
+        "decay",
+        Scalar::F32,
+        128 * cluster,
+        16,
+        &[main, gw],
+        Some(full),
+    );
 
     let tid = b.thread_idx();
     let c31 = b.u32(31);
@@ -148,7 +169,15 @@ fn sigmoid(x: f32) -> f32 {
 }
 
 /// The host reference: same operations in the same order.
-fn reference(cluster: usize, p: usize, nctas: usize, state: &mut [f32], k: &[f32], gate: &[f32], out: &mut [f32]) {
+fn reference(
+    cluster: usize,
+    p: usize,
+    nctas: usize,
+    state: &mut [f32],
+    k: &[f32],
+    gate: &[f32],
+    out: &mut [f32],
+) {
     let w = 4 * p;
     for c0 in (0..nctas).step_by(cluster) {
         let mut decay = vec![0f32; 128 * cluster];
@@ -196,25 +225,45 @@ fn bytes(x: &[f32]) -> Vec<u8> {
     x.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 fn floats(b: &[u8]) -> Vec<f32> {
-    b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 fn check(cluster: u32, p: u32, heads: u32, batch: u32, opts: SimOptions) {
     let nctas = (cluster * heads * batch) as usize;
     let w = 4 * p as usize;
-    let state: Vec<f32> = (0..nctas * 128 * w).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
+    let state: Vec<f32> = (0..nctas * 128 * w)
+        .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+        .collect();
     let k: Vec<f32> = (0..w).map(|i| (i as f32 * 0.37).sin()).collect();
-    let gate: Vec<f32> = (0..nctas * 128).map(|i| ((i * 104729) % 2000) as f32 / 400.0 - 2.5).collect();
+    let gate: Vec<f32> = (0..nctas * 128)
+        .map(|i| ((i * 104729) % 2000) as f32 / 400.0 - 2.5)
+        .collect();
     let (mut want_state, mut want_out) = (state.clone(), vec![0f32; nctas * 128]);
-    reference(cluster as usize, p as usize, nctas, &mut want_state, &k, &gate, &mut want_out);
+    reference(
+        cluster as usize,
+        p as usize,
+        nctas,
+        &mut want_state,
+        &k,
+        &gate,
+        &mut want_out,
+    );
 
     let dev = SimDevice::with_options(opts);
     let m = dev.load(&kernel(cluster, p)).unwrap();
     let bufs = [bytes(&state), bytes(&k), bytes(&gate), vec![0; nctas * 512]];
     let bufs: Vec<_> = bufs.iter().map(|b| dev.upload(b).unwrap()).collect();
     let refs: Vec<_> = bufs.iter().collect();
-    let cfg = LaunchConfig { grid: [cluster, heads, batch], pdl: true, syms: vec![nctas as i64], scalars: vec![] };
-    dev.launch(&m, &cfg, &refs).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = LaunchConfig {
+        grid: [cluster, heads, batch],
+        pdl: true,
+        syms: vec![nctas as i64],
+        scalars: vec![],
+    };
+    dev.launch(&m, &cfg, &refs)
+        .unwrap_or_else(|e| panic!("{e}"));
     let s = dev.last_stats();
     println!(
         "cluster {cluster}, {p} f32x4/thread, grid [{cluster}, {heads}, {batch}] ({} clusters, {} CTAs): \
@@ -241,7 +290,17 @@ fn flagship_shape_cluster_2_4_8() {
 #[test]
 fn flagship_shape_random_interleavings() {
     for seed in 0..4 {
-        check(4, 2, 1, 2, SimOptions { seed: Some(seed), max_slice: 4, ..SimOptions::default() });
+        check(
+            4,
+            2,
+            1,
+            2,
+            SimOptions {
+                seed: Some(seed),
+                max_slice: 4,
+                ..SimOptions::default()
+            },
+        );
     }
 }
 
@@ -252,5 +311,14 @@ fn flagship_shape_random_interleavings() {
 fn flagship_shape_timing() {
     check(8, 4, 16, 8, SimOptions::default());
     check(4, 8, 32, 4, SimOptions::default());
-    check(4, 8, 32, 4, SimOptions { threads: 1, ..SimOptions::default() });
+    check(
+        4,
+        8,
+        32,
+        4,
+        SimOptions {
+            threads: 1,
+            ..SimOptions::default()
+        },
+    );
 }

@@ -4,8 +4,8 @@
 
 use half::bf16;
 use kda_ir::{
-    Access, BinOp, Builder, CachePolicy, CmpOp, Dim, Kernel, LaunchDecl, Provenance, Scalar, ShflMode, Tensor, Type,
-    UnOp, Value,
+    Access, BinOp, Builder, CachePolicy, CmpOp, Dim, Kernel, LaunchDecl, Provenance, Scalar,
+    ShflMode, Tensor, Type, UnOp, Value,
 };
 use kda_runtime::sim::WaitOn;
 use kda_runtime::{Device, LaunchConfig, RuntimeError, ScalarArg, SimDevice, SimError, SimOptions};
@@ -13,12 +13,26 @@ use kda_runtime::{Device, LaunchConfig, RuntimeError, ScalarArg, SimDevice, SimE
 const NORMAL: CachePolicy = CachePolicy::Normal;
 
 fn kernel(name: &str, block: u32) -> Builder {
-    Builder::new(name, LaunchDecl { block, cluster: 1, min_blocks_per_sm: None })
+    Builder::new(
+        name,
+        LaunchDecl {
+            block,
+            cluster: 1,
+            min_blocks_per_sm: None,
+        },
+    )
 }
 
 /// A rank-1 tensor of `n` elements.
 fn vec1(b: &mut Builder, name: &str, dtype: Scalar, n: u64, access: Access) -> Tensor {
-    b.tensor(name, dtype, &[Dim::Const(n)], &[Dim::Const(1)], Provenance::Ready, access)
+    b.tensor(
+        name,
+        dtype,
+        &[Dim::Const(n)],
+        &[Dim::Const(1)],
+        Provenance::Ready,
+        access,
+    )
 }
 
 /// Run a one-CTA kernel over the given tensor contents; returns them afterwards.
@@ -30,9 +44,17 @@ fn run_with(
 ) -> Result<Vec<Vec<u8>>, RuntimeError> {
     let dev = SimDevice::with_options(opts);
     let m = dev.load_unverified(k)?;
-    let bs: Vec<_> = bufs.iter().map(|b| dev.upload(b)).collect::<Result<_, _>>()?;
+    let bs: Vec<_> = bufs
+        .iter()
+        .map(|b| dev.upload(b))
+        .collect::<Result<_, _>>()?;
     let refs: Vec<_> = bs.iter().collect();
-    let cfg = LaunchConfig { grid: [1, 1, 1], pdl: false, syms: vec![], scalars };
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        pdl: false,
+        syms: vec![],
+        scalars,
+    };
     dev.launch(&m, &cfg, &refs)?;
     bs.iter().map(|b| dev.download(b)).collect()
 }
@@ -42,10 +64,14 @@ fn run(k: &Kernel, bufs: &[Vec<u8>]) -> Vec<Vec<u8>> {
 }
 
 fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 fn u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 fn bytes_f32(x: &[f32]) -> Vec<u8> {
     x.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -58,7 +84,10 @@ fn bytes_bf16(x: &[bf16]) -> Vec<u8> {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> u32 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) as u32
     }
     fn small(&mut self) -> f32 {
@@ -82,10 +111,38 @@ fn lane_of(b: &mut Builder) -> (Value, Value) {
 /// `.col` operand), C and D [16,8], each lane loading its own fragments.
 fn mma_kernel() -> Kernel {
     let mut b = kernel("mma", 32);
-    let a_t = b.tensor("a", Scalar::BF16, &[Dim::Const(16), Dim::Const(16)], &[Dim::Const(16), Dim::Const(1)], Provenance::Ready, Access::Read);
-    let bt_t = b.tensor("bt", Scalar::BF16, &[Dim::Const(8), Dim::Const(16)], &[Dim::Const(16), Dim::Const(1)], Provenance::Ready, Access::Read);
-    let c_t = b.tensor("c", Scalar::F32, &[Dim::Const(16), Dim::Const(8)], &[Dim::Const(8), Dim::Const(1)], Provenance::Ready, Access::Read);
-    let d_t = b.tensor("d", Scalar::F32, &[Dim::Const(16), Dim::Const(8)], &[Dim::Const(8), Dim::Const(1)], Provenance::Ready, Access::Write);
+    let a_t = b.tensor(
+        "a",
+        Scalar::BF16,
+        &[Dim::Const(16), Dim::Const(16)],
+        &[Dim::Const(16), Dim::Const(1)],
+        Provenance::Ready,
+        Access::Read,
+    );
+    let bt_t = b.tensor(
+        "bt",
+        Scalar::BF16,
+        &[Dim::Const(8), Dim::Const(16)],
+        &[Dim::Const(16), Dim::Const(1)],
+        Provenance::Ready,
+        Access::Read,
+    );
+    let c_t = b.tensor(
+        "c",
+        Scalar::F32,
+        &[Dim::Const(16), Dim::Const(8)],
+        &[Dim::Const(8), Dim::Const(1)],
+        Provenance::Ready,
+        Access::Read,
+    );
+    let d_t = b.tensor(
+        "d",
+        Scalar::F32,
+        &[Dim::Const(16), Dim::Const(8)],
+        &[Dim::Const(8), Dim::Const(1)],
+        Provenance::Ready,
+        Access::Write,
+    );
     for t in [a_t, bt_t, c_t, d_t] {
         b.set_align(t, 16);
     }
@@ -100,7 +157,7 @@ fn mma_kernel() -> Kernel {
     let g8 = b.add(g, eight);
     let t28 = b.add(t2, eight);
     let bf2 = Type::vec(Scalar::BF16, 2);
-    let mut word = |b: &mut Builder, t: Tensor, r: Value, c: Value| {
+    let word = |b: &mut Builder, t: Tensor, r: Value, c: Value| {
         let v = b.ld_global(t, &[r, c], bf2, NORMAL);
         b.bitcast(v, Type::U32)
     };
@@ -115,7 +172,10 @@ fn mma_kernel() -> Kernel {
     let f2 = Type::vec(Scalar::F32, 2);
     let c01 = b.ld_global(c_t, &[g, t2], f2, NORMAL);
     let c23 = b.ld_global(c_t, &[g8, t2], f2, NORMAL);
-    let cs: Vec<Value> = [(c01, 0), (c01, 1), (c23, 0), (c23, 1)].iter().map(|&(v, i)| b.extract(v, i)).collect();
+    let cs: Vec<Value> = [(c01, 0), (c01, 1), (c23, 0), (c23, 1)]
+        .iter()
+        .map(|&(v, i)| b.extract(v, i))
+        .collect();
     let cv = b.pack(&cs);
     let d = b.mma(av, bv, cv);
     let ds: Vec<Value> = (0..4).map(|i| b.extract(d, i)).collect();
@@ -131,7 +191,15 @@ fn mma_case(a: &[f32], bm: &[f32], c: &[f32]) -> (Vec<f32>, Vec<f64>) {
     let b16: Vec<bf16> = bm.iter().map(|&x| bf16::from_f32(x)).collect();
     // Bt[n][k] = B[k][n]
     let bt: Vec<bf16> = (0..8 * 16).map(|i| b16[(i % 16) * 8 + i / 16]).collect();
-    let out = run(&mma_kernel(), &[bytes_bf16(&a16), bytes_bf16(&bt), bytes_f32(c), vec![0; 16 * 8 * 4]]);
+    let out = run(
+        &mma_kernel(),
+        &[
+            bytes_bf16(&a16),
+            bytes_bf16(&bt),
+            bytes_f32(c),
+            vec![0; 16 * 8 * 4],
+        ],
+    );
     let mut want = vec![0f64; 16 * 8];
     for m in 0..16 {
         for n in 0..8 {
@@ -165,7 +233,14 @@ fn mma_fragments_with_random_bf16() {
     let c: Vec<f32> = (0..128).map(|_| r.unit()).collect();
     let (got, want) = mma_case(&a, &bm, &c);
     for i in 0..128 {
-        assert!((got[i] as f64 - want[i]).abs() <= 1e-6 * want[i].abs().max(1.0), "D[{}][{}]: {} vs {}", i / 8, i % 8, got[i], want[i]);
+        assert!(
+            (got[i] as f64 - want[i]).abs() <= 1e-6 * want[i].abs().max(1.0),
+            "D[{}][{}]: {} vs {}",
+            i / 8,
+            i % 8,
+            got[i],
+            want[i]
+        );
     }
 }
 
@@ -180,7 +255,11 @@ fn mma_identity_places_every_element() {
     let (got, _) = mma_case(&a, &bm, &[0.0; 128]);
     for m in 0..16 {
         for n in 0..8 {
-            assert_eq!(got[m * 8 + n], bm[((m * 7 + 3) % 16) * 8 + n], "D[{m}][{n}]");
+            assert_eq!(
+                got[m * 8 + n],
+                bm[((m * 7 + 3) % 16) * 8 + n],
+                "D[{m}][{n}]"
+            );
         }
     }
 }
@@ -299,9 +378,23 @@ fn divergent_if_with_yields_and_nesting() {
     let out = run(&b.finish(), &[vec![0; 128], vec![0; 128], vec![0; 128]]);
     let (a, c, d) = (u32s(&out[0]), u32s(&out[1]), u32s(&out[2]));
     for l in 0..32u32 {
-        let (x, y) = if l % 3 == 0 { (l * 2, 1000) } else { (l + 100, l) };
+        let (x, y) = if l % 3 == 0 {
+            (l * 2, 1000)
+        } else {
+            (l + 100, l)
+        };
         assert_eq!(a[l as usize], x + y, "lane {l}");
-        assert_eq!(c[l as usize], if l >= 16 { 3 } else if l % 2 == 0 { 1 } else { 2 }, "lane {l}");
+        assert_eq!(
+            c[l as usize],
+            if l >= 16 {
+                3
+            } else if l % 2 == 0 {
+                1
+            } else {
+                2
+            },
+            "lane {l}"
+        );
         assert_eq!(d[l as usize], l);
     }
 }
@@ -421,8 +514,20 @@ fn endless_loop_hits_the_step_limit() {
     let mut b = kernel("spin", 32);
     let t = b.bool(true);
     b.while_(&[t], |_, c| c[0], |_, c| vec![c[0]]);
-    let e = run_with(&b.finish(), &[], vec![], SimOptions { max_steps: 10_000, ..SimOptions::default() }).unwrap_err();
-    assert!(matches!(e, RuntimeError::Sim(SimError::StepLimit { .. })), "{e}");
+    let e = run_with(
+        &b.finish(),
+        &[],
+        vec![],
+        SimOptions {
+            max_steps: 10_000,
+            ..SimOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::Sim(SimError::StepLimit { .. })),
+        "{e}"
+    );
 }
 
 // ---------------------------------------------------------------- barriers and memory
@@ -453,8 +558,16 @@ fn bar_sync_orders_shared_memory_under_any_interleaving() {
     let k = exchange_kernel(true);
     assert_eq!(f32s(&run(&k, &[vec![0; 256]])[0]), want);
     for seed in 0..8 {
-        let o = SimOptions { seed: Some(seed), max_slice: 2, ..SimOptions::default() };
-        assert_eq!(f32s(&run_with(&k, &[vec![0; 256]], vec![], o).unwrap()[0]), want, "seed {seed}");
+        let o = SimOptions {
+            seed: Some(seed),
+            max_slice: 2,
+            ..SimOptions::default()
+        };
+        assert_eq!(
+            f32s(&run_with(&k, &[vec![0; 256]], vec![], o).unwrap()[0]),
+            want,
+            "seed {seed}"
+        );
     }
     // Without the barrier, the deterministic order (warp 0 to completion
     // first) shows the race: warp 0 reads warp 1's half before it is written.
@@ -468,15 +581,34 @@ fn bar_sync_with_a_missing_warp_deadlocks() {
     let w0 = b.role("first", 0, 32);
     b.in_role(w0, |b| b.bar_sync(1, 64));
     let e = run_with(&b.finish(), &[], vec![], SimOptions::default()).unwrap_err();
-    let RuntimeError::Sim(SimError::Deadlock(d)) = &e else { panic!("{e}") };
+    let RuntimeError::Sim(SimError::Deadlock(d)) = &e else {
+        panic!("{e}")
+    };
     assert_eq!(d.blocked.len(), 1);
-    assert_eq!(d.blocked[0].wait, WaitOn::Named { id: 1, arrived: 32, expected: 64 });
-    assert!(e.to_string().contains("bar.sync 1: 32/64 threads arrived"), "{e}");
+    assert_eq!(
+        d.blocked[0].wait,
+        WaitOn::Named {
+            id: 1,
+            arrived: 32,
+            expected: 64
+        }
+    );
+    assert!(
+        e.to_string().contains("bar.sync 1: 32/64 threads arrived"),
+        "{e}"
+    );
 }
 
 #[test]
 fn cluster_barrier_counts_exited_threads() {
-    let mut b = Builder::new("early_exit", LaunchDecl { block: 64, cluster: 2, min_blocks_per_sm: None });
+    let mut b = Builder::new(
+        "early_exit",
+        LaunchDecl {
+            block: 64,
+            cluster: 2,
+            min_blocks_per_sm: None,
+        },
+    );
     let out_t = vec1(&mut b, "out", Scalar::U32, 4, Access::Write);
     let w0 = b.role("stay", 0, 32);
     b.in_role(w0, |b| {
@@ -489,7 +621,15 @@ fn cluster_barrier_counts_exited_threads() {
     let dev = SimDevice::new();
     let m = dev.load_unverified(&b.finish()).unwrap();
     let buf = dev.upload(&[0u8; 16]).unwrap();
-    dev.launch(&m, &LaunchConfig { grid: [4, 1, 1], ..LaunchConfig::default() }, &[&buf]).unwrap();
+    dev.launch(
+        &m,
+        &LaunchConfig {
+            grid: [4, 1, 1],
+            ..LaunchConfig::default()
+        },
+        &[&buf],
+    )
+    .unwrap();
     assert_eq!(u32s(&dev.download(&buf).unwrap()), vec![1, 1, 1, 1]);
 }
 
@@ -569,7 +709,11 @@ fn waiting_on_a_lapped_phase_is_reported() {
     });
     b.wait_phase(bar, 0);
     let e = run_with(&b.finish(), &[], vec![], SimOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("wait on phase 0 of mbarrier `twice`"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("wait on phase 0 of mbarrier `twice`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -580,8 +724,13 @@ fn shared_out_of_bounds_names_the_buffer() {
     let x = b.f32(1.0);
     b.st_shared(buf, tid, x);
     let e = run_with(&b.finish(), &[], vec![], SimOptions::default()).unwrap_err();
-    let RuntimeError::Sim(SimError::OutOfBounds(o)) = &e else { panic!("{e}") };
-    assert_eq!((o.name.as_str(), o.index.as_slice(), o.site.lane), ("small", &[16i64][..], Some(16)));
+    let RuntimeError::Sim(SimError::OutOfBounds(o)) = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        (o.name.as_str(), o.index.as_slice(), o.site.lane),
+        ("small", &[16i64][..], Some(16))
+    );
 }
 
 // ---------------------------------------------------------------- numerics
@@ -611,14 +760,18 @@ fn numerics_match_ieee_and_ptx_rules() {
     // 3, 4, 5: signed div, rem, arithmetic shift
     let three = b.i32(3);
     let one = b.i32(1);
-    for v in [b.bin(BinOp::Div, n, three), b.bin(BinOp::Rem, n, three), b.bin(BinOp::Shr, n, one)] {
+    for v in [
+        b.bin(BinOp::Div, n, three),
+        b.bin(BinOp::Rem, n, three),
+        b.bin(BinOp::Shr, n, one),
+    ] {
         vals.push(b.bitcast(v, Type::U32));
     }
     // 6: logical shift of the same bits
     let nu = b.bitcast(n, Type::U32);
     let oneu = b.u32(1);
     vals.push(b.bin(BinOp::Shr, nu, oneu));
-    // 7: ordered ne with NaN is false
+    // 7: ne is unordered: true with a NaN
     let nan = b.f32(f32::NAN);
     let c = b.cmp(CmpOp::Ne, nan, x);
     vals.push(b.cvt(c, Type::U32));
@@ -650,8 +803,13 @@ fn numerics_match_ieee_and_ptx_rules() {
     }
     let x = 2.7182817f32;
     let n = -7i32;
-    let out = run_with(&b.finish(), &[vec![0; 64]], vec![ScalarArg::F32(x), ScalarArg::I32(n)], SimOptions::default())
-        .unwrap();
+    let out = run_with(
+        &b.finish(),
+        &[vec![0; 64]],
+        vec![ScalarArg::F32(x), ScalarArg::I32(n)],
+        SimOptions::default(),
+    )
+    .unwrap();
     let o = u32s(&out[0]);
     let bfx = bf16::from_f32(x);
     let b3 = bf16::from_f32(1.0 / 3.0);
@@ -660,11 +818,43 @@ fn numerics_match_ieee_and_ptx_rules() {
     assert_eq!(f32::from_bits(o[2]), f32::MIN_POSITIVE * 0.5);
     assert_eq!((o[3] as i32, o[4] as i32, o[5] as i32), (-2, -1, -4));
     assert_eq!(o[6], (n as u32) >> 1);
-    assert_eq!(o[7], 0);
+    assert_eq!(o[7], 1);
     assert_eq!(f32::from_bits(o[8]), 1.0 / (1.0 + (-x).exp()));
     assert_eq!(f32::from_bits(o[9]), 1.0 / x.sqrt());
     assert_eq!(o[10] as i32, -2);
-    assert_eq!(f32::from_bits(o[11]), bf16::from_f32(bfx.to_f32() + b3.to_f32()).to_f32());
+    assert_eq!(
+        f32::from_bits(o[11]),
+        bf16::from_f32(bfx.to_f32() + b3.to_f32()).to_f32()
+    );
     assert_eq!(o[12], bfx.to_bits() as u32 | (b3.to_bits() as u32) << 16);
     assert_eq!(&o[13..], &[0, 0, 0]);
+}
+
+#[test]
+fn registers_are_reused_along_a_long_chain() {
+    let mut b = kernel("chain", 32);
+    let out_t = vec1(&mut b, "out", Scalar::F32, 32, Access::Write);
+    let (tid, _) = lane_of(&mut b);
+    let mut x = b.cvt(tid, Type::F32);
+    for i in 0..1000 {
+        let c = b.f32(i as f32 * 0.001);
+        x = b.add(x, c);
+    }
+    b.st_global(out_t, &[tid], x, None, NORMAL);
+    let k = b.finish();
+    let m = SimDevice::new().load_unverified(&k).unwrap();
+    assert!(k.values.len() > 2000);
+    assert!(
+        m.register_words() <= 4,
+        "{} register words",
+        m.register_words()
+    );
+    let out = f32s(&run(&k, &[vec![0; 128]])[0]);
+    for t in 0..32 {
+        let mut x = t as f32;
+        for i in 0..1000 {
+            x += i as f32 * 0.001;
+        }
+        assert_eq!(out[t], x);
+    }
 }

@@ -23,14 +23,26 @@ pub(super) fn check(cx: &mut Ctx) {
 fn launch(cx: &mut Ctx) {
     let l = &cx.k.launch;
     let here = Loc::synthetic();
-    if l.block == 0 || l.block % 32 != 0 || l.block > 1024 {
-        cx.decl_error(&here, format!("block of {} threads; allowed: a positive multiple of 32 up to 1024", l.block));
+    if l.block == 0 || !l.block.is_multiple_of(32) || l.block > 1024 {
+        cx.decl_error(
+            &here,
+            format!(
+                "block of {} threads; allowed: a positive multiple of 32 up to 1024",
+                l.block
+            ),
+        );
     }
     if !(1..=16).contains(&l.cluster) {
-        cx.decl_error(&here, format!("cluster of {} CTAs; allowed: 1 to 16", l.cluster));
+        cx.decl_error(
+            &here,
+            format!("cluster of {} CTAs; allowed: 1 to 16", l.cluster),
+        );
     }
     if l.min_blocks_per_sm == Some(0) {
-        cx.decl_error(&here, "min_blocks 0; allowed: a positive count of CTAs per SM");
+        cx.decl_error(
+            &here,
+            "min_blocks 0; allowed: a positive count of CTAs per SM",
+        );
     }
 }
 
@@ -41,11 +53,18 @@ fn tensors(cx: &mut Ctx) {
         if d.shape.len() != d.strides.len() {
             cx.decl_error(
                 &d.loc,
-                format!("{name} has {} dimensions but {} strides; give one stride per dimension", d.shape.len(), d.strides.len()),
+                format!(
+                    "{name} has {} dimensions but {} strides; give one stride per dimension",
+                    d.shape.len(),
+                    d.strides.len()
+                ),
             );
         }
         if d.dtype == Scalar::Bool {
-            cx.decl_error(&d.loc, format!("{name} has dtype bool, which has no memory form; use a numeric dtype"));
+            cx.decl_error(
+                &d.loc,
+                format!("{name} has dtype bool, which has no memory form; use a numeric dtype"),
+            );
         } else if !d.align.is_power_of_two() || d.align < d.dtype.bytes() {
             cx.decl_error(
                 &d.loc,
@@ -55,7 +74,13 @@ fn tensors(cx: &mut Ctx) {
     }
     for (s, d) in k.scalars.iter() {
         if d.ty == Scalar::Bool {
-            cx.decl_error(&d.loc, format!("scalar {s} {:?} is bool, which cannot be passed at launch; pass an integer", d.name));
+            cx.decl_error(
+                &d.loc,
+                format!(
+                    "scalar {s} {:?} is bool, which cannot be passed at launch; pass an integer",
+                    d.name
+                ),
+            );
         }
     }
 }
@@ -65,7 +90,10 @@ fn buffers(cx: &mut Ctx) {
     for (b, d) in k.buffers.iter() {
         let name = format!("shared buffer {b} {:?}", d.name);
         if d.elem == Scalar::Bool {
-            cx.decl_error(&d.loc, format!("{name} has bool elements, which have no memory form; use a numeric type"));
+            cx.decl_error(
+                &d.loc,
+                format!("{name} has bool elements, which have no memory form; use a numeric type"),
+            );
         } else if !d.align.is_power_of_two() || d.align < d.elem.bytes() {
             cx.decl_error(
                 &d.loc,
@@ -73,7 +101,10 @@ fn buffers(cx: &mut Ctx) {
             );
         }
         if d.len == 0 {
-            cx.decl_error(&d.loc, format!("{name} has no elements; allowed: a positive length"));
+            cx.decl_error(
+                &d.loc,
+                format!("{name} has no elements; allowed: a positive length"),
+            );
         }
     }
 }
@@ -83,12 +114,21 @@ fn barriers(cx: &mut Ctx) {
     for (b, d) in k.barriers.iter() {
         let name = format!("mbarrier {b} {:?}", d.name);
         if d.arrivals == 0 || d.arrivals > MAX_TX {
-            cx.decl_error(&d.loc, format!("{name} counts {} arrivals per phase; allowed: 1..={MAX_TX}", d.arrivals));
+            cx.decl_error(
+                &d.loc,
+                format!(
+                    "{name} counts {} arrivals per phase; allowed: 1..={MAX_TX}",
+                    d.arrivals
+                ),
+            );
         }
         if d.tx_bytes > MAX_TX {
             cx.decl_error(
                 &d.loc,
-                format!("{name} expects {} transaction bytes per phase; allowed: at most {MAX_TX}", d.tx_bytes),
+                format!(
+                    "{name} expects {} transaction bytes per phase; allowed: at most {MAX_TX}",
+                    d.tx_bytes
+                ),
             );
         }
     }
@@ -98,11 +138,20 @@ fn barriers(cx: &mut Ctx) {
 /// any layout can have) must fit in [`SMEM_LIMIT`].
 fn budget(cx: &mut Ctx) {
     let k = cx.k;
-    let mut items: Vec<(u64, u64)> =
-        k.buffers.values().map(|d| (d.bytes() as u64, d.align.max(1).next_power_of_two() as u64)).collect();
-    items.extend(k.barriers.values().map(|_| (MBARRIER_BYTES, MBARRIER_BYTES)));
+    let mut items: Vec<(u64, u64)> = k
+        .buffers
+        .values()
+        .map(|d| (d.bytes() as u64, d.align.max(1).next_power_of_two() as u64))
+        .collect();
+    items.extend(
+        k.barriers
+            .values()
+            .map(|_| (MBARRIER_BYTES, MBARRIER_BYTES)),
+    );
     items.sort_by_key(|&(_, align)| std::cmp::Reverse(align));
-    let total = items.iter().fold(0u64, |at, &(bytes, align)| at.next_multiple_of(align) + bytes);
+    let total = items.iter().fold(0u64, |at, &(bytes, align)| {
+        at.next_multiple_of(align) + bytes
+    });
     if total <= SMEM_LIMIT {
         return;
     }
@@ -110,7 +159,14 @@ fn budget(cx: &mut Ctx) {
     let nbar = k.barriers.len() as u64;
     let largest = k.buffers.iter().max_by_key(|(_, d)| d.bytes());
     let (loc, which) = match largest {
-        Some((b, d)) => (d.loc.clone(), format!("; the largest buffer is {b} {:?} ({} bytes)", d.name, d.bytes())),
+        Some((b, d)) => (
+            d.loc.clone(),
+            format!(
+                "; the largest buffer is {b} {:?} ({} bytes)",
+                d.name,
+                d.bytes()
+            ),
+        ),
         None => (Loc::synthetic(), String::new()),
     };
     cx.decl_error(

@@ -42,7 +42,9 @@ impl Uses {
                     u.arrives.entry(barrier).or_default().push(i);
                     (&mut u.expects, barrier)
                 }
-                Op::StAsync { barrier, .. } | Op::BulkCopy { barrier, .. } => (&mut u.sends, barrier),
+                Op::StAsync { barrier, .. } | Op::BulkCopy { barrier, .. } => {
+                    (&mut u.sends, barrier)
+                }
                 Op::MbarWait { barrier, .. } => (&mut u.waits, barrier),
                 _ => continue,
             };
@@ -105,7 +107,9 @@ fn expect_tx(cx: &mut Ctx, u: &Uses) {
     for (&b, insts) in &u.expects {
         let d = &k.barriers[b];
         for &i in insts {
-            let Op::MbarArriveExpectTx { bytes, .. } = k.insts[i].op else { continue };
+            let Op::MbarArriveExpectTx { bytes, .. } = k.insts[i].op else {
+                continue;
+            };
             let name = cx.barrier(b);
             if d.arrivals == 1 && bytes != d.tx_bytes {
                 cx.error(
@@ -170,27 +174,42 @@ impl Tally<'_, '_> {
                         let bytes = k.ty(v).bytes() as u64;
                         Amount::Known(
                             bytes * threads as u64,
-                            vec![format!("`st.async` at {}: {bytes} bytes × {threads} threads of {who}", d.loc)],
+                            vec![format!(
+                                "`st.async` at {}: {bytes} bytes × {threads} threads of {who}",
+                                d.loc
+                            )],
                         )
                     }
                     _ => Amount::Unknown,
                 },
-                Op::BulkCopy { barrier, bytes, .. } if barrier == self.barrier => {
-                    Amount::Known(bytes as u64, vec![format!("`cp.async.bulk` at {}: {bytes} bytes", d.loc)])
-                }
+                Op::BulkCopy { barrier, bytes, .. } if barrier == self.barrier => Amount::Known(
+                    bytes as u64,
+                    vec![format!("`cp.async.bulk` at {}: {bytes} bytes", d.loc)],
+                ),
                 Op::If { then, els } => {
                     if self.uni.control(k, i).is_some() {
-                        self.region(then, true, threads, who).plus(self.region(els, true, threads, who))
+                        self.region(then, true, threads, who)
+                            .plus(self.region(els, true, threads, who))
                     } else {
-                        match (self.region(then, div, threads, who), self.region(els, div, threads, who)) {
-                            (Amount::Known(a, pa), Amount::Known(b, _)) if a == b => Amount::Known(a, pa),
+                        match (
+                            self.region(then, div, threads, who),
+                            self.region(els, div, threads, who),
+                        ) {
+                            (Amount::Known(a, pa), Amount::Known(b, _)) if a == b => {
+                                Amount::Known(a, pa)
+                            }
                             _ => Amount::Unknown,
                         }
                     }
                 }
                 Op::InRole { role, body } => {
                     let rd = &k.roles[role];
-                    self.region(body, div, rd.threads, &format!("role {}", self.cx.role(role)))
+                    self.region(
+                        body,
+                        div,
+                        rd.threads,
+                        &format!("role {}", self.cx.role(role)),
+                    )
                 }
                 _ => Amount::Known(0, Vec::new()),
             };
@@ -205,7 +224,8 @@ impl Tally<'_, '_> {
         let Some(l) = group else {
             return self.region(k.body, false, k.launch.block, "the block");
         };
-        let div = self.uni.control(k, l).is_some() || self.uni.divergence(k, self.layout, l).is_some();
+        let div =
+            self.uni.control(k, l).is_some() || self.uni.divergence(k, self.layout, l).is_some();
         let (threads, who) = match self.layout.role_of(k, l) {
             Some(r) => (k.roles[r].threads, format!("role {}", self.cx.role(r))),
             None => (k.launch.block, "the block".to_string()),
@@ -214,7 +234,9 @@ impl Tally<'_, '_> {
             .op
             .regions()
             .into_iter()
-            .fold(Amount::Known(0, Vec::new()), |acc, r| acc.plus(self.region(r, div, threads, &who)))
+            .fold(Amount::Known(0, Vec::new()), |acc, r| {
+                acc.plus(self.region(r, div, threads, &who))
+            })
     }
 }
 
@@ -223,10 +245,19 @@ fn transactions(cx: &mut Ctx, layout: &Layout, uni: &Uniformity, u: &Uses) {
     let k = cx.k;
     let mut found = Vec::new();
     for (&b, sends) in &u.sends {
-        let tally = Tally { k, layout, uni, cx: &*cx, barrier: b };
-        let groups: BTreeSet<Option<Inst>> = sends.iter().map(|&s| layout.innermost_loop(k, s)).collect();
+        let tally = Tally {
+            k,
+            layout,
+            uni,
+            cx: &*cx,
+            barrier: b,
+        };
+        let groups: BTreeSet<Option<Inst>> =
+            sends.iter().map(|&s| layout.innermost_loop(k, s)).collect();
         for g in groups {
-            let Amount::Known(total, parts) = tally.group(g) else { continue };
+            let Amount::Known(total, parts) = tally.group(g) else {
+                continue;
+            };
             let phases: BTreeSet<u32> = u
                 .waits
                 .get(&b)
@@ -244,7 +275,10 @@ fn transactions(cx: &mut Ctx, layout: &Layout, uni: &Uniformity, u: &Uses) {
             if total == expected {
                 continue;
             }
-            let first = *sends.iter().find(|&&s| layout.innermost_loop(k, s) == g).expect("a group has a send");
+            let first = *sends
+                .iter()
+                .find(|&&s| layout.innermost_loop(k, s) == g)
+                .expect("a group has a send");
             let per = if n == 1 {
                 format!("{expected} bytes per phase")
             } else {
@@ -289,7 +323,9 @@ fn phases(cx: &mut Ctx, r: Region, role: Option<Role>, last: &mut Last) {
                 // Threads of `role` already waited where their role, or the whole block, did.
                 let prev = last
                     .iter()
-                    .filter(|&(&(b, rr), _)| b == barrier && (role.is_none() || rr.is_none() || rr == role))
+                    .filter(|&(&(b, rr), _)| {
+                        b == barrier && (role.is_none() || rr.is_none() || rr == role)
+                    })
                     .map(|(_, &p)| p)
                     .max();
                 if let Some(p) = prev.filter(|&p| phase <= p) {

@@ -54,7 +54,7 @@
 //!   tensor (`read`/`readwrite`), stores a writable one; a store predicate is
 //!   a bool scalar;
 //! * `ld.shared`/`st.shared`/`st.async`: an integer index and the buffer's
-//!   element type, scalar or a vector of at most 16 bytes whose size the
+//!   element type, a scalar or a vector of 4, 8 or 16 bytes whose size the
 //!   buffer's alignment covers; `st.async` stores 4, 8 or 16 bytes and takes
 //!   an integer destination cta; `cp.async` copies 16 bytes, `cp.async.bulk`
 //!   a positive multiple of 16 bytes, into a 16-byte aligned buffer from a
@@ -89,8 +89,10 @@
 //!   multiples of 32, `threads > 0`) and ends within the block;
 //! * no two roles overlap;
 //! * a `role` region is not nested in the region of a different role;
-//! * an op that touches a buffer or a barrier declared with a non-empty
-//!   `roles` list runs inside a `role` region of one of those roles.
+//! * an op that touches a buffer (`ld.shared`, `st.shared`, `st.async`,
+//!   `cp.async`, `cp.async.bulk`) or a barrier (`mbarrier.*`, `st.async`,
+//!   `cp.async.bulk`) declared with a non-empty `roles` list runs inside a
+//!   `role` region of one of those roles (the innermost one).
 //!
 //! # Warp-uniform collectives (`uniform.rs`)
 //!
@@ -123,8 +125,10 @@
 //!   divergent one the sum of both. Exchanges are assumed symmetric (every
 //!   CTA sends what every CTA receives), so one CTA's sends are one barrier's
 //!   receipts. Groups with an unknown total are not checked;
-//! * per role, each barrier's `mbarrier.wait` phases strictly increase along
-//!   every path (parity waits cannot wait for a phase again or go back).
+//! * waits follow a barrier's phases in increasing order: each
+//!   `mbarrier.wait` names a phase above every phase the same threads (its
+//!   role, or the whole block outside roles) may already have waited for on
+//!   that barrier (parity waits cannot wait for a phase again or go back).
 //!
 //! # Ordering (`order.rs`): what must have happened on the same threads
 //!
@@ -132,8 +136,10 @@
 //!   is dominated by a `pdl.wait`;
 //! * `ld.shared` of a buffer with a guard barrier is dominated by an
 //!   `mbarrier.wait` on that barrier;
-//! * `st.async` is dominated by a `cluster.wait` that comes after the
-//!   `mbarrier.init` of its barrier (the peer's barrier may not exist yet).
+//! * `st.async` targets a barrier that some `mbarrier.init` initialises, and
+//!   is dominated by a `cluster.wait` that comes after (in layout order) the
+//!   first `mbarrier.init` of that barrier: the peer's barrier may not exist
+//!   before.
 //!
 //! "Dominated" follows the structured regions: a fact holds for the rest of
 //! the region it is established in and for the regions nested there; after an
@@ -188,7 +194,10 @@ impl std::error::Error for VerifierErrors {}
 
 /// Check every invariant; collect all errors.
 pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
-    let mut cx = Ctx { k, errors: Vec::new() };
+    let mut cx = Ctx {
+        k,
+        errors: Vec::new(),
+    };
     let (layout, printable) = structure::check(&mut cx);
     if let Some(layout) = &layout {
         ssa::check(&mut cx, layout);
@@ -211,7 +220,11 @@ pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
         (Some(i), None) => i.as_u32() as usize + 1,
     };
     errors.sort_by_key(rank);
-    let listing = if printable { listing(k, &errors) } else { unprintable_listing(&errors) };
+    let listing = if printable {
+        listing(k, &errors)
+    } else {
+        unprintable_listing(&errors)
+    };
     Err(VerifierErrors { errors, listing })
 }
 
@@ -257,13 +270,25 @@ pub(crate) struct Ctx<'k> {
 impl Ctx<'_> {
     /// An error at an instruction (located at its DSL line).
     pub fn error(&mut self, inst: Inst, msg: impl Into<String>) {
-        let loc = self.k.insts.get(inst).map_or_else(Loc::synthetic, |d| d.loc.clone());
-        self.errors.push(VerifierError { inst: Some(inst), loc, msg: msg.into() });
+        let loc = self
+            .k
+            .insts
+            .get(inst)
+            .map_or_else(Loc::synthetic, |d| d.loc.clone());
+        self.errors.push(VerifierError {
+            inst: Some(inst),
+            loc,
+            msg: msg.into(),
+        });
     }
 
     /// An error at a declaration.
     pub fn decl_error(&mut self, loc: &Loc, msg: impl Into<String>) {
-        self.errors.push(VerifierError { inst: None, loc: loc.clone(), msg: msg.into() });
+        self.errors.push(VerifierError {
+            inst: None,
+            loc: loc.clone(),
+            msg: msg.into(),
+        });
     }
 
     /// `bar0 "full"`.

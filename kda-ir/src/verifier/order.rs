@@ -18,10 +18,16 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
     let mut first_init = BTreeMap::new();
     for &i in &layout.order {
         if let Op::MbarInit { barrier } = k.insts[i].op {
-            first_init.entry(barrier).or_insert(layout.pos(i).expect("in layout"));
+            first_init
+                .entry(barrier)
+                .or_insert(layout.pos(i).expect("in layout"));
         }
     }
-    let mut w = Walk { cx, layout, first_init };
+    let mut w = Walk {
+        cx,
+        layout,
+        first_init,
+    };
     let mut s = State::default();
     w.region(k.body, &mut s);
 }
@@ -88,7 +94,9 @@ impl Walk<'_, '_> {
         for &i in &k.regions[r].insts {
             let m = self.cx.mnemonic(i);
             match k.insts[i].op {
-                Op::LdGlobal { tensor, .. } | Op::CpAsync { tensor, .. } | Op::BulkCopy { tensor, .. }
+                Op::LdGlobal { tensor, .. }
+                | Op::CpAsync { tensor, .. }
+                | Op::BulkCopy { tensor, .. }
                     if k.tensors[tensor].provenance == Provenance::Produced && !s.here.pdl =>
                 {
                     let msg = format!(
@@ -98,15 +106,15 @@ impl Walk<'_, '_> {
                     self.cx.error(i, msg);
                 }
                 Op::LdShared { buffer } => {
-                    if let Some(g) = k.buffers[buffer].guard {
-                        if !s.here.waited.contains(&g) {
-                            let msg = format!(
-                                "`ld.shared` reads {}, which {} guards, before these threads wait on that barrier; add an `mbarrier.wait` on it first, on every path in this role",
-                                self.cx.buffer(buffer),
-                                self.cx.barrier(g)
-                            );
-                            self.cx.error(i, msg);
-                        }
+                    if let Some(g) = k.buffers[buffer].guard
+                        && !s.here.waited.contains(&g)
+                    {
+                        let msg = format!(
+                            "`ld.shared` reads {}, which {} guards, before these threads wait on that barrier; add an `mbarrier.wait` on it first, on every path in this role",
+                            self.cx.buffer(buffer),
+                            self.cx.barrier(g)
+                        );
+                        self.cx.error(i, msg);
                     }
                 }
                 Op::StAsync { barrier, .. } => match self.first_init.get(&barrier) {

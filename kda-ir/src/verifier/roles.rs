@@ -19,7 +19,10 @@ fn bounds(cx: &mut Ctx) {
         let name = cx.role(r);
         let (first, end) = (d.first, d.end());
         if d.threads == 0 {
-            cx.decl_error(&d.loc, format!("role {name} has no threads; allowed: a positive multiple of 32"));
+            cx.decl_error(
+                &d.loc,
+                format!("role {name} has no threads; allowed: a positive multiple of 32"),
+            );
         } else if first % 32 != 0 || d.threads % 32 != 0 {
             cx.decl_error(
                 &d.loc,
@@ -31,7 +34,9 @@ fn bounds(cx: &mut Ctx) {
         if end > block {
             cx.decl_error(
                 &d.loc,
-                format!("role {name} covers threads {first}..{end}, beyond the block of {block} threads"),
+                format!(
+                    "role {name} covers threads {first}..{end}, beyond the block of {block} threads"
+                ),
             );
         }
         for (o, od) in k.roles.iter().take_while(|&(o, _)| o < r) {
@@ -53,18 +58,20 @@ fn bounds(cx: &mut Ctx) {
 fn nesting(cx: &mut Ctx, layout: &Layout) {
     let k = cx.k;
     for &i in &layout.order {
-        let Op::InRole { role, .. } = k.insts[i].op else { continue };
-        if let Some(outer) = layout.role_of(k, i) {
-            if outer != role {
-                cx.error(
-                    i,
-                    format!(
-                        "the region of role {} is nested in the region of role {}; roles are disjoint, so it would never run (only the same role may be nested)",
-                        cx.role(role),
-                        cx.role(outer)
-                    ),
-                );
-            }
+        let Op::InRole { role, .. } = k.insts[i].op else {
+            continue;
+        };
+        if let Some(outer) = layout.role_of(k, i)
+            && outer != role
+        {
+            cx.error(
+                i,
+                format!(
+                    "the region of role {} is nested in the region of role {}; roles are disjoint, so it would never run (only the same role may be nested)",
+                    cx.role(role),
+                    cx.role(outer)
+                ),
+            );
         }
     }
 }
@@ -73,8 +80,13 @@ fn ownership(cx: &mut Ctx, layout: &Layout) {
     let k = cx.k;
     for &i in &layout.order {
         let (buffer, barrier) = match k.insts[i].op {
-            Op::LdShared { buffer } | Op::StShared { buffer } | Op::CpAsync { buffer, .. } => (Some(buffer), None),
-            Op::StAsync { buffer, barrier } | Op::BulkCopy { buffer, barrier, .. } => (Some(buffer), Some(barrier)),
+            Op::LdShared { buffer } | Op::StShared { buffer } | Op::CpAsync { buffer, .. } => {
+                (Some(buffer), None)
+            }
+            Op::StAsync { buffer, barrier }
+            | Op::BulkCopy {
+                buffer, barrier, ..
+            } => (Some(buffer), Some(barrier)),
             Op::MbarInit { barrier }
             | Op::MbarArrive { barrier }
             | Op::MbarArriveExpectTx { barrier, .. }
@@ -98,7 +110,11 @@ fn owned(cx: &mut Ctx, i: Inst, here: Option<Role>, roles: &[Role], what: &str) 
     if roles.is_empty() || here.is_some_and(|r| roles.contains(&r)) {
         return;
     }
-    let allowed = roles.iter().map(|&r| cx.role(r)).collect::<Vec<_>>().join(", ");
+    let allowed = roles
+        .iter()
+        .map(|&r| cx.role(r))
+        .collect::<Vec<_>>()
+        .join(", ");
     let runs = match here {
         None => "outside any role".to_string(),
         Some(r) => format!("in role {}", cx.role(r)),

@@ -34,7 +34,9 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
 fn malformed(cx: &Ctx, v: Value) -> Option<String> {
     let t = cx.k.ty(v);
     if !matches!(t.lanes, 1 | 2 | 4 | 8) {
-        Some(format!("{v} has type {t}; allowed: a scalar or a vector of 2, 4 or 8 lanes"))
+        Some(format!(
+            "{v} has type {t}; allowed: a scalar or a vector of 2, 4 or 8 lanes"
+        ))
     } else if t.elem == Scalar::Bool && t.lanes != 1 {
         Some(format!("{v} has type {t}; bool values are scalars"))
     } else {
@@ -49,7 +51,13 @@ struct Sig<'a, 'k> {
 
 /// `(f32, i32)`.
 fn tys(ts: &[Type]) -> String {
-    format!("({})", ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "))
+    format!(
+        "({})",
+        ts.iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn is_int(t: Type) -> bool {
@@ -93,7 +101,10 @@ impl Sig<'_, '_> {
         let mut ok = true;
         if na != args {
             let s = if args == 1 { "" } else { "s" };
-            self.err(format!("`{}` takes {args} operand{s}, found {na}", self.m()));
+            self.err(format!(
+                "`{}` takes {args} operand{s}, found {na}",
+                self.m()
+            ));
             ok = false;
         }
         ok &= self.results(results);
@@ -104,7 +115,10 @@ impl Sig<'_, '_> {
         let nr = self.cx.k.insts[self.i].results.len();
         if nr != results {
             let s = if results == 1 { "" } else { "s" };
-            self.err(format!("`{}` has {results} result{s}, found {nr}", self.m()));
+            self.err(format!(
+                "`{}` has {results} result{s}, found {nr}",
+                self.m()
+            ));
             return false;
         }
         true
@@ -113,7 +127,11 @@ impl Sig<'_, '_> {
     fn result_is(&mut self, want: Type) {
         let r = self.cx.k.insts[self.i].results[0];
         if self.ty(r) != want {
-            self.err(format!("`{}` produces {want}, found {}", self.m(), self.v(r)));
+            self.err(format!(
+                "`{}` produces {want}, found {}",
+                self.m(),
+                self.v(r)
+            ));
         }
     }
 
@@ -133,10 +151,18 @@ impl Sig<'_, '_> {
     fn region_io(&mut self, r: Region, what: &str, params: &[Type], yields: &[Type], why: &str) {
         let (p, y) = (self.params(r), self.yields(r));
         if p != params {
-            self.err(format!("{what} takes {} but must take {}{why}", tys(&p), tys(params)));
+            self.err(format!(
+                "{what} takes {} but must take {}{why}",
+                tys(&p),
+                tys(params)
+            ));
         }
         if y != yields {
-            self.err(format!("{what} yields {} but must yield {}{why}", tys(&y), tys(yields)));
+            self.err(format!(
+                "{what} yields {} but must yield {}{why}",
+                tys(&y),
+                tys(yields)
+            ));
         }
     }
 
@@ -157,10 +183,12 @@ impl Sig<'_, '_> {
                         _ => None,
                     };
                     match range {
-                        None => self.err(format!("`iconst` produces an integer or bool scalar, found {t}")),
-                        Some((lo, hi)) if *c < lo || *c > hi => {
-                            self.err(format!("`iconst {c}` does not fit {t} (allowed: {lo}..={hi})"))
-                        }
+                        None => self.err(format!(
+                            "`iconst` produces an integer or bool scalar, found {t}"
+                        )),
+                        Some((lo, hi)) if *c < lo || *c > hi => self.err(format!(
+                            "`iconst {c}` does not fit {t} (allowed: {lo}..={hi})"
+                        )),
                         _ => {}
                     }
                 }
@@ -177,10 +205,12 @@ impl Sig<'_, '_> {
                 if self.arity(0, 1) {
                     self.result_is(Type::U32);
                 }
-                if let Special::BlockIdx(n) | Special::GridDim(n) = s {
-                    if *n > 2 {
-                        self.err(format!("`special` dimension {n} does not exist; allowed: 0 (x), 1 (y), 2 (z)"));
-                    }
+                if let Special::BlockIdx(n) | Special::GridDim(n) = s
+                    && *n > 2
+                {
+                    self.err(format!(
+                        "`special` dimension {n} does not exist; allowed: 0 (x), 1 (y), 2 (z)"
+                    ));
                 }
             }
             Op::Param(s) => {
@@ -197,7 +227,10 @@ impl Sig<'_, '_> {
                 if self.arity(3, 1) {
                     for &x in a.iter().chain(&d.results) {
                         if self.ty(x) != Type::F32 {
-                            self.err(format!("`{m}` operands and result must be f32, found {}", self.v(x)));
+                            self.err(format!(
+                                "`{m}` operands and result must be f32, found {}",
+                                self.v(x)
+                            ));
                         }
                     }
                 }
@@ -211,11 +244,17 @@ impl Sig<'_, '_> {
                 if self.arity(2, 1) {
                     let (x, y) = (self.ty(a[0]), self.ty(a[1]));
                     if x != y {
-                        self.err(format!("`{m}` compares two values of one type, found {} and {}", self.v(a[0]), self.v(a[1])));
+                        self.err(format!(
+                            "`{m}` compares two values of one type, found {} and {}",
+                            self.v(a[0]),
+                            self.v(a[1])
+                        ));
                     } else if !x.is_scalar() {
                         self.err(format!("`{m}` compares scalars, found {}", self.v(a[0])));
                     } else if x.elem == Scalar::Bool && !matches!(c, CmpOp::Eq | CmpOp::Ne) {
-                        self.err(format!("`{m}` cannot order bool values; bool allows only `cmp.eq` and `cmp.ne`"));
+                        self.err(format!(
+                            "`{m}` cannot order bool values; bool allows only `cmp.eq` and `cmp.ne`"
+                        ));
                     }
                     self.result_is(Type::BOOL);
                 }
@@ -223,7 +262,10 @@ impl Sig<'_, '_> {
             Op::Select => {
                 if self.arity(3, 1) {
                     if self.ty(a[0]) != Type::BOOL {
-                        self.err(format!("`select` condition must be bool, found {}", self.v(a[0])));
+                        self.err(format!(
+                            "`select` condition must be bool, found {}",
+                            self.v(a[0])
+                        ));
                     }
                     let (x, y, r) = (self.ty(a[1]), self.ty(a[2]), self.ty(d.results[0]));
                     if x != y || x != r {
@@ -245,7 +287,10 @@ impl Sig<'_, '_> {
                             self.v(a[0])
                         ));
                     } else if x.lanes != r.lanes {
-                        self.err(format!("`cvt` keeps the lane count, found {} -> {r}", self.v(a[0])));
+                        self.err(format!(
+                            "`cvt` keeps the lane count, found {} -> {r}",
+                            self.v(a[0])
+                        ));
                     }
                 }
             }
@@ -272,9 +317,16 @@ impl Sig<'_, '_> {
                     } else {
                         let e = self.ty(a[0]);
                         if !e.is_scalar() || e.elem == Scalar::Bool {
-                            self.err(format!("`pack` takes non-bool scalars, found {}", self.v(a[0])));
+                            self.err(format!(
+                                "`pack` takes non-bool scalars, found {}",
+                                self.v(a[0])
+                            ));
                         } else if let Some(&x) = a.iter().find(|&&x| self.ty(x) != e) {
-                            self.err(format!("`pack` takes scalars of one type, found {} and {}", self.v(a[0]), self.v(x)));
+                            self.err(format!(
+                                "`pack` takes scalars of one type, found {} and {}",
+                                self.v(a[0]),
+                                self.v(x)
+                            ));
                         } else {
                             self.result_is(e.with_lanes(n as u8));
                         }
@@ -287,7 +339,11 @@ impl Sig<'_, '_> {
                     if x.is_scalar() {
                         self.err(format!("`{m}` takes a vector, found {}", self.v(a[0])));
                     } else if *lane >= x.lanes {
-                        self.err(format!("`{m}` reads lane {lane} of {}, which has lanes 0..{}", self.v(a[0]), x.lanes));
+                        self.err(format!(
+                            "`{m}` reads lane {lane} of {}, which has lanes 0..{}",
+                            self.v(a[0]),
+                            x.lanes
+                        ));
                     } else {
                         self.result_is(Type::scalar(x.elem));
                     }
@@ -299,12 +355,18 @@ impl Sig<'_, '_> {
                     self.global(*tensor, &a, Some(self.ty(r)), true);
                 }
             }
-            Op::StGlobal { tensor, predicated, .. } => {
+            Op::StGlobal {
+                tensor, predicated, ..
+            } => {
                 self.results(0);
                 let rank = k.tensors[*tensor].shape.len();
                 let want = rank + 1 + *predicated as usize;
                 if a.len() != want {
-                    let p = if *predicated { " and a bool predicate" } else { "" };
+                    let p = if *predicated {
+                        " and a bool predicate"
+                    } else {
+                        ""
+                    };
                     self.err(format!(
                         "`{m}` of {} takes {rank} indices, the value{p} ({want} operands), found {}",
                         self.cx.tensor(*tensor),
@@ -313,7 +375,10 @@ impl Sig<'_, '_> {
                 } else {
                     self.global(*tensor, &a[..rank], Some(self.ty(a[rank])), false);
                     if *predicated && self.ty(a[rank + 1]) != Type::BOOL {
-                        self.err(format!("`{m}` predicate must be bool, found {}", self.v(a[rank + 1])));
+                        self.err(format!(
+                            "`{m}` predicate must be bool, found {}",
+                            self.v(a[rank + 1])
+                        ));
                     }
                 }
             }
@@ -333,13 +398,22 @@ impl Sig<'_, '_> {
                 if self.arity(2, 1) {
                     let x = self.ty(a[0]);
                     if x.bytes() != 4 || x.elem == Scalar::Bool {
-                        self.err(format!("`{m}` moves 32-bit values (f32, i32, u32, bf16x2), found {}", self.v(a[0])));
+                        self.err(format!(
+                            "`{m}` moves 32-bit values (f32, i32, u32, bf16x2), found {}",
+                            self.v(a[0])
+                        ));
                     }
                     if !int_scalar(self.ty(a[1])) {
-                        self.err(format!("`{m}` lane or mask must be an integer scalar, found {}", self.v(a[1])));
+                        self.err(format!(
+                            "`{m}` lane or mask must be an integer scalar, found {}",
+                            self.v(a[1])
+                        ));
                     }
                     if self.ty(d.results[0]) != x {
-                        self.err(format!("`{m}` produces its value's type {x}, found {}", self.v(d.results[0])));
+                        self.err(format!(
+                            "`{m}` produces its value's type {x}, found {}",
+                            self.v(d.results[0])
+                        ));
                     }
                 }
             }
@@ -350,11 +424,18 @@ impl Sig<'_, '_> {
             }
             Op::Mma16816 => {
                 if self.arity(3, 1) {
-                    let want = [Type::vec(Scalar::U32, 4), Type::vec(Scalar::U32, 2), Type::vec(Scalar::F32, 4)];
+                    let want = [
+                        Type::vec(Scalar::U32, 4),
+                        Type::vec(Scalar::U32, 2),
+                        Type::vec(Scalar::F32, 4),
+                    ];
                     for (n, (&x, w)) in a.iter().zip(want).enumerate() {
                         if self.ty(x) != w {
                             let name = ["a", "b", "c"][n];
-                            self.err(format!("`{m}` operand {name} must be {w}, found {}", self.v(x)));
+                            self.err(format!(
+                                "`{m}` operand {name} must be {w}, found {}",
+                                self.v(x)
+                            ));
                         }
                     }
                     self.result_is(Type::vec(Scalar::F32, 4));
@@ -363,13 +444,17 @@ impl Sig<'_, '_> {
             Op::MbarArriveExpectTx { bytes, .. } => {
                 self.arity(0, 0);
                 if *bytes == 0 || *bytes > MAX_TX {
-                    self.err(format!("`{m}` expects {bytes} bytes; allowed: 1..={MAX_TX}"));
+                    self.err(format!(
+                        "`{m}` expects {bytes} bytes; allowed: 1..={MAX_TX}"
+                    ));
                 }
             }
             Op::BarSync { id, threads } => {
                 self.arity(0, 0);
                 if *id >= 16 {
-                    self.err(format!("`bar.sync` id {id} does not exist; named barriers are 0..16"));
+                    self.err(format!(
+                        "`bar.sync` id {id} does not exist; named barriers are 0..16"
+                    ));
                 }
                 let block = k.launch.block;
                 if *threads == 0 || threads % 32 != 0 || *threads > block {
@@ -383,19 +468,28 @@ impl Sig<'_, '_> {
                     self.index(a[0]);
                     let x = self.ty(a[1]);
                     if !matches!(x.bytes(), 4 | 8 | 16) || x.elem == Scalar::Bool {
-                        self.err(format!("`st.async` stores 4, 8 or 16 bytes, found {} ({} bytes)", self.v(a[1]), x.bytes()));
+                        self.err(format!(
+                            "`st.async` stores 4, 8 or 16 bytes, found {} ({} bytes)",
+                            self.v(a[1]),
+                            x.bytes()
+                        ));
                     } else {
                         self.shared(*buffer, x);
                     }
                     if !int_scalar(self.ty(a[2])) {
-                        self.err(format!("`st.async` destination cta must be an integer scalar, found {}", self.v(a[2])));
+                        self.err(format!(
+                            "`st.async` destination cta must be an integer scalar, found {}",
+                            self.v(a[2])
+                        ));
                     }
                 }
             }
             Op::CpAsync { buffer, tensor } => {
                 self.results(0);
                 match a.split_first() {
-                    None => self.err(format!("`{m}` takes a shared index and one index per tensor dimension, found none")),
+                    None => self.err(format!(
+                        "`{m}` takes a shared index and one index per tensor dimension, found none"
+                    )),
                     Some((&s, g)) => {
                         self.index(s);
                         self.global(*tensor, g, None, true);
@@ -403,15 +497,24 @@ impl Sig<'_, '_> {
                     }
                 }
             }
-            Op::BulkCopy { buffer, tensor, bytes, .. } => {
+            Op::BulkCopy {
+                buffer,
+                tensor,
+                bytes,
+                ..
+            } => {
                 self.results(0);
                 match a.split_first() {
-                    None => self.err(format!("`{m}` takes a shared index and one index per tensor dimension, found none")),
+                    None => self.err(format!(
+                        "`{m}` takes a shared index and one index per tensor dimension, found none"
+                    )),
                     Some((&s, g)) => {
                         self.index(s);
                         self.global(*tensor, g, None, true);
                         if *bytes == 0 || bytes % 16 != 0 {
-                            self.err(format!("`{m}` copies a positive multiple of 16 bytes, found {bytes}"));
+                            self.err(format!(
+                                "`{m}` copies a positive multiple of 16 bytes, found {bytes}"
+                            ));
                         }
                         self.copy_target(*buffer, *tensor, *bytes);
                     }
@@ -433,11 +536,26 @@ impl Sig<'_, '_> {
             Op::If { then, els } => {
                 if self.arity(1, d.results.len()) {
                     if self.ty(a[0]) != Type::BOOL {
-                        self.err(format!("`if` condition must be bool, found {}", self.v(a[0])));
+                        self.err(format!(
+                            "`if` condition must be bool, found {}",
+                            self.v(a[0])
+                        ));
                     }
                     let res = self.tys_of(&d.results);
-                    self.region_io(*then, "the then-region of this `if`", &[], &res, " (the `if` results)");
-                    self.region_io(*els, "the else-region of this `if`", &[], &res, " (the `if` results)");
+                    self.region_io(
+                        *then,
+                        "the then-region of this `if`",
+                        &[],
+                        &res,
+                        " (the `if` results)",
+                    );
+                    self.region_io(
+                        *els,
+                        "the else-region of this `if`",
+                        &[],
+                        &res,
+                        " (the `if` results)",
+                    );
                 }
             }
             Op::For { body } => {
@@ -457,7 +575,11 @@ impl Sig<'_, '_> {
                 let carried = self.tys_of(&a[3..]);
                 let res = self.tys_of(&d.results);
                 if res != carried {
-                    self.err(format!("this `for` carries {} but has results {}", tys(&carried), tys(&res)));
+                    self.err(format!(
+                        "this `for` carries {} but has results {}",
+                        tys(&carried),
+                        tys(&res)
+                    ));
                 }
                 let mut params = vec![lo];
                 params.extend(&carried);
@@ -467,12 +589,28 @@ impl Sig<'_, '_> {
                 let carried = self.tys_of(&a);
                 let res = self.tys_of(&d.results);
                 if res != carried {
-                    self.err(format!("this `while` carries {} but has results {}", tys(&carried), tys(&res)));
+                    self.err(format!(
+                        "this `while` carries {} but has results {}",
+                        tys(&carried),
+                        tys(&res)
+                    ));
                 }
                 let mut cy = vec![Type::BOOL];
                 cy.extend(&carried);
-                self.region_io(*cond, "the condition of this `while`", &carried, &cy, " (the condition, then the carried values)");
-                self.region_io(*body, "the body of this `while`", &carried, &carried, " (the carried values)");
+                self.region_io(
+                    *cond,
+                    "the condition of this `while`",
+                    &carried,
+                    &cy,
+                    " (the condition, then the carried values)",
+                );
+                self.region_io(
+                    *body,
+                    "the body of this `while`",
+                    &carried,
+                    &carried,
+                    " (the carried values)",
+                );
             }
             Op::InRole { body, .. } => {
                 self.arity(0, 0);
@@ -502,7 +640,9 @@ impl Sig<'_, '_> {
                 (e.is_int() || e.is_float(), "integers or floats")
             }
             BinOp::Rem | BinOp::Shl | BinOp::Shr => (e.is_int(), "integers"),
-            BinOp::And | BinOp::Or | BinOp::Xor => (e.is_int() || e == Scalar::Bool, "integers or bool"),
+            BinOp::And | BinOp::Or | BinOp::Xor => {
+                (e.is_int() || e == Scalar::Bool, "integers or bool")
+            }
         };
         if !ok {
             self.err(format!("`{m}` takes {allowed}, found {}", self.v(x)));
@@ -513,7 +653,11 @@ impl Sig<'_, '_> {
         let (tx, tr) = (self.ty(x), self.ty(r));
         let m = self.m();
         if tx != tr {
-            self.err(format!("`{m}` produces its operand's type, found {} -> {}", self.v(x), self.v(r)));
+            self.err(format!(
+                "`{m}` produces its operand's type, found {} -> {}",
+                self.v(x),
+                self.v(r)
+            ));
             return;
         }
         let e = tx.elem;
@@ -529,7 +673,11 @@ impl Sig<'_, '_> {
 
     fn index(&mut self, v: Value) {
         if !int_scalar(self.ty(v)) {
-            self.err(format!("`{}` index must be an integer scalar, found {}", self.m(), self.v(v)));
+            self.err(format!(
+                "`{}` index must be an integer scalar, found {}",
+                self.m(),
+                self.v(v)
+            ));
         }
     }
 
@@ -548,21 +696,34 @@ impl Sig<'_, '_> {
         }
         for &x in idx {
             if !is_int(self.ty(x)) || !self.ty(x).is_scalar() {
-                self.err(format!("`{m}` index must be an integer scalar, found {}", self.v(x)));
+                self.err(format!(
+                    "`{m}` index must be an integer scalar, found {}",
+                    self.v(x)
+                ));
             }
         }
         if load && !d.access.reads() {
-            self.err(format!("{name} is write-only; `{m}` needs read or readwrite access"));
+            self.err(format!(
+                "{name} is write-only; `{m}` needs read or readwrite access"
+            ));
         }
         if !load && !d.access.writes() {
-            self.err(format!("{name} is read-only; `{m}` needs write or readwrite access"));
+            self.err(format!(
+                "{name} is read-only; `{m}` needs write or readwrite access"
+            ));
         }
         let Some(ty) = ty else { return };
         if ty.elem != d.dtype {
-            self.err(format!("`{m}` of {name} accesses {ty}; its elements must be the tensor's dtype {}", d.dtype));
+            self.err(format!(
+                "`{m}` of {name} accesses {ty}; its elements must be the tensor's dtype {}",
+                d.dtype
+            ));
         }
         if !vector_bytes_ok(ty) {
-            self.err(format!("`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes", ty.bytes()));
+            self.err(format!(
+                "`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes",
+                ty.bytes()
+            ));
         } else if !ty.is_scalar() {
             if ty.bytes() > d.align {
                 self.err(format!(
@@ -572,7 +733,9 @@ impl Sig<'_, '_> {
                 ));
             }
             if d.strides.last() != Some(&Dim::Const(1)) {
-                self.err(format!("`{m}` of {ty} needs a unit innermost stride; {name} does not declare one"));
+                self.err(format!(
+                    "`{m}` of {ty} needs a unit innermost stride; {name} does not declare one"
+                ));
             }
         }
     }
@@ -584,12 +747,22 @@ impl Sig<'_, '_> {
         let m = self.m();
         let name = self.cx.buffer(b);
         if ty.elem != d.elem {
-            self.err(format!("`{m}` of {name} accesses {ty}; its elements must be the buffer's {}", d.elem));
+            self.err(format!(
+                "`{m}` of {name} accesses {ty}; its elements must be the buffer's {}",
+                d.elem
+            ));
         }
         if !vector_bytes_ok(ty) {
-            self.err(format!("`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes", ty.bytes()));
+            self.err(format!(
+                "`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes",
+                ty.bytes()
+            ));
         } else if ty.bytes() > d.align {
-            self.err(format!("`{m}` of {ty} needs {name} aligned to {} bytes; it declares align {}", ty.bytes(), d.align));
+            self.err(format!(
+                "`{m}` of {ty} needs {name} aligned to {} bytes; it declares align {}",
+                ty.bytes(),
+                d.align
+            ));
         }
     }
 
@@ -599,13 +772,25 @@ impl Sig<'_, '_> {
         let m = self.m();
         let (bd, td) = (&k.buffers[b], &k.tensors[t]);
         if bd.align < 16 {
-            self.err(format!("`{m}` needs {} aligned to 16 bytes; it declares align {}", self.cx.buffer(b), bd.align));
+            self.err(format!(
+                "`{m}` needs {} aligned to 16 bytes; it declares align {}",
+                self.cx.buffer(b),
+                bd.align
+            ));
         }
         if td.align < 16 {
-            self.err(format!("`{m}` needs {} aligned to 16 bytes; it declares align {}", self.cx.tensor(t), td.align));
+            self.err(format!(
+                "`{m}` needs {} aligned to 16 bytes; it declares align {}",
+                self.cx.tensor(t),
+                td.align
+            ));
         }
         if bytes > bd.bytes() {
-            self.err(format!("`{m}` copies {bytes} bytes into {}, which holds {}", self.cx.buffer(b), bd.bytes()));
+            self.err(format!(
+                "`{m}` copies {bytes} bytes into {}, which holds {}",
+                self.cx.buffer(b),
+                bd.bytes()
+            ));
         }
     }
 }

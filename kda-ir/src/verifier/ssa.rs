@@ -8,7 +8,10 @@ use crate::entities::{Inst, Region, Value};
 use crate::kernel::ValueDef;
 
 pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
-    let mut s = Scope { visible: SecondaryMap::new(), stack: Vec::new() };
+    let mut s = Scope {
+        visible: SecondaryMap::new(),
+        stack: Vec::new(),
+    };
     region(cx, layout, cx.k.body, &mut s);
 }
 
@@ -31,8 +34,9 @@ fn region(cx: &mut Ctx, layout: &Layout, r: Region, s: &mut Scope) {
         s.define(p);
     }
     for &i in &k.regions[r].insts {
-        for &a in &k.insts[i].args {
-            if !s.visible[a] {
+        for (n, &a) in k.insts[i].args.iter().enumerate() {
+            // Report a value once per instruction.
+            if !s.visible[a] && !k.insts[i].args[..n].contains(&a) {
                 let msg = not_visible(cx, layout, i, a);
                 cx.error(i, msg);
             }
@@ -57,7 +61,10 @@ fn not_visible(cx: &Ctx, layout: &Layout, user: Inst, v: Value) -> String {
             format!("{v} is used by the instruction that defines it")
         }
         ValueDef::Result(d, _) if layout.ancestors(user).any(|a| a == d) => {
-            format!("{v} is a result of {} and is not visible inside its regions", cx.at(d))
+            format!(
+                "{v} is a result of {} and is not visible inside its regions",
+                cx.at(d)
+            )
         }
         ValueDef::Result(d, _) => match layout.region[d] {
             Some(rd) if layout.encloses(rd, user) => format!(

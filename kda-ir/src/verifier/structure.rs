@@ -37,7 +37,9 @@ impl Layout {
     /// Whether `r` is the region of `i` or of one of its ancestors: the values
     /// defined in `r` before that point are visible to `i`.
     pub fn encloses(&self, r: Region, i: Inst) -> bool {
-        std::iter::once(i).chain(self.ancestors(i)).any(|a| self.region[a] == Some(r))
+        std::iter::once(i)
+            .chain(self.ancestors(i))
+            .any(|a| self.region[a] == Some(r))
     }
 
     /// The role whose region (innermost) holds `i`.
@@ -50,7 +52,8 @@ impl Layout {
 
     /// The innermost `for`/`while` holding `i`.
     pub fn innermost_loop(&self, k: &Kernel, i: Inst) -> Option<Inst> {
-        self.ancestors(i).find(|&a| matches!(k.insts[a].op, Op::For { .. } | Op::While { .. }))
+        self.ancestors(i)
+            .find(|&a| matches!(k.insts[a].op, Op::For { .. } | Op::While { .. }))
     }
 }
 
@@ -110,35 +113,50 @@ fn declarations(cx: &mut Ctx, w: &mut Walk) {
     let k = cx.k;
     for (t, d) in k.tensors.iter() {
         for dim in d.shape.iter().chain(&d.strides) {
-            if let Dim::Sym(s) = *dim {
-                if !k.syms.is_valid(s) {
-                    cx.decl_error(&d.loc, format!("tensor {t} {:?} uses {s}, which is not declared", d.name));
-                    w.fatal = true;
-                }
+            if let Dim::Sym(s) = *dim
+                && !k.syms.is_valid(s)
+            {
+                cx.decl_error(
+                    &d.loc,
+                    format!("tensor {t} {:?} uses {s}, which is not declared", d.name),
+                );
+                w.fatal = true;
             }
         }
     }
     for (b, d) in k.buffers.iter() {
         for &r in &d.roles {
             if !k.roles.is_valid(r) {
-                cx.decl_error(&d.loc, format!("shared buffer {b} {:?} names {r}, which is not declared", d.name));
-                w.fatal = true;
-            }
-        }
-        if let Some(g) = d.guard {
-            if !k.barriers.is_valid(g) {
                 cx.decl_error(
                     &d.loc,
-                    format!("shared buffer {b} {:?} is guarded by {g}, which is not declared", d.name),
+                    format!(
+                        "shared buffer {b} {:?} names {r}, which is not declared",
+                        d.name
+                    ),
                 );
                 w.fatal = true;
             }
+        }
+        if let Some(g) = d.guard
+            && !k.barriers.is_valid(g)
+        {
+            cx.decl_error(
+                &d.loc,
+                format!(
+                    "shared buffer {b} {:?} is guarded by {g}, which is not declared",
+                    d.name
+                ),
+            );
+            w.fatal = true;
         }
     }
     for (b, d) in k.barriers.iter() {
         for &r in &d.roles {
             if !k.roles.is_valid(r) {
-                cx.decl_error(&d.loc, format!("mbarrier {b} {:?} names {r}, which is not declared", d.name));
+                cx.decl_error(
+                    &d.loc,
+                    format!("mbarrier {b} {:?} names {r}, which is not declared", d.name),
+                );
                 w.fatal = true;
             }
         }
@@ -149,7 +167,9 @@ impl Walk {
     fn region(&mut self, cx: &mut Ctx, r: Region, owner: Option<Inst>) {
         let k = cx.k;
         if self.seen_region[r] {
-            let msg = format!("{r} is also the region of another instruction; a region belongs to exactly one");
+            let msg = format!(
+                "{r} is also the region of another instruction; a region belongs to exactly one"
+            );
             match owner {
                 Some(o) => cx.error(o, msg),
                 None => cx.decl_error(&crate::loc::Loc::synthetic(), msg),
@@ -199,7 +219,10 @@ impl Walk {
             self.references(cx, i);
             if k.insts[i].op == Op::Yield {
                 if !nested {
-                    cx.error(i, "`yield` in the top-level region; only nested regions end with a yield");
+                    cx.error(
+                        i,
+                        "`yield` in the top-level region; only nested regions end with a yield",
+                    );
                 } else if n + 1 != insts.len() {
                     cx.error(i, "`yield` before the end of its region; it must be the region's last instruction");
                 }
@@ -215,9 +238,17 @@ impl Walk {
             }
         }
         if let Some(o) = owner {
-            let ends = insts.last().is_some_and(|&i| k.insts.get(i).is_some_and(|d| d.op == Op::Yield));
+            let ends = insts
+                .last()
+                .is_some_and(|&i| k.insts.get(i).is_some_and(|d| d.op == Op::Yield));
             if !ends {
-                cx.error(o, format!("region {r} of this `{}` does not end with a yield", cx.mnemonic(o)));
+                cx.error(
+                    o,
+                    format!(
+                        "region {r} of this `{}` does not end with a yield",
+                        cx.mnemonic(o)
+                    ),
+                );
             }
         }
     }
@@ -229,7 +260,9 @@ impl Walk {
         let mut missing = Vec::new();
         match &d.op {
             Op::Param(s) if !k.scalars.is_valid(*s) => missing.push(s.to_string()),
-            Op::LdGlobal { tensor, .. } | Op::StGlobal { tensor, .. } if !k.tensors.is_valid(*tensor) => {
+            Op::LdGlobal { tensor, .. } | Op::StGlobal { tensor, .. }
+                if !k.tensors.is_valid(*tensor) =>
+            {
                 missing.push(tensor.to_string())
             }
             Op::LdShared { buffer } | Op::StShared { buffer } if !k.buffers.is_valid(*buffer) => {
@@ -259,7 +292,12 @@ impl Walk {
                     missing.push(tensor.to_string());
                 }
             }
-            Op::BulkCopy { buffer, tensor, barrier, .. } => {
+            Op::BulkCopy {
+                buffer,
+                tensor,
+                barrier,
+                ..
+            } => {
                 if !k.buffers.is_valid(*buffer) {
                     missing.push(buffer.to_string());
                 }
@@ -274,12 +312,18 @@ impl Walk {
             _ => {}
         }
         for m in missing {
-            cx.error(i, format!("{} names {m}, which is not declared", cx.mnemonic(i)));
+            cx.error(
+                i,
+                format!("{} names {m}, which is not declared", cx.mnemonic(i)),
+            );
             self.fatal = true;
         }
         for &v in d.args.iter().chain(&d.results) {
             if !k.values.is_valid(v) {
-                cx.error(i, format!("{} names {v}, which does not exist", cx.mnemonic(i)));
+                cx.error(
+                    i,
+                    format!("{} names {v}, which does not exist", cx.mnemonic(i)),
+                );
                 self.fatal = true;
                 self.printable = false;
             }
@@ -300,7 +344,9 @@ fn definitions(cx: &mut Ctx, w: &Walk) {
         for (n, &p) in k.regions[r].params.iter().enumerate() {
             let mut msgs = Vec::new();
             if std::mem::replace(&mut defined[p], true) {
-                msgs.push(format!("{p} is defined more than once; a value has exactly one definition"));
+                msgs.push(format!(
+                    "{p} is defined more than once; a value has exactly one definition"
+                ));
             }
             let def = &k.values[p].def;
             if !matches!(*def, ValueDef::Param(dr, dn) if dr == r && dn as usize == n) {
@@ -320,13 +366,19 @@ fn definitions(cx: &mut Ctx, w: &Walk) {
     for &i in &w.layout.order {
         for (n, &v) in k.insts[i].results.iter().enumerate() {
             if std::mem::replace(&mut defined[v], true) {
-                cx.error(i, format!("{v} is defined more than once; a value has exactly one definition"));
+                cx.error(
+                    i,
+                    format!("{v} is defined more than once; a value has exactly one definition"),
+                );
             }
             let def = &k.values[v].def;
             if !matches!(*def, ValueDef::Result(di, dn) if di == i && dn as usize == n) {
                 cx.error(
                     i,
-                    format!("{v} is result {n} of this instruction but records its definition as {}", describe(def)),
+                    format!(
+                        "{v} is result {n} of this instruction but records its definition as {}",
+                        describe(def)
+                    ),
                 );
             }
         }

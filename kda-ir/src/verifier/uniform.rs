@@ -18,7 +18,9 @@ pub(crate) struct Uniformity {
 
 impl Uniformity {
     pub fn compute(k: &Kernel, layout: &Layout) -> Uniformity {
-        let mut u = Uniformity { varying: SecondaryMap::new() };
+        let mut u = Uniformity {
+            varying: SecondaryMap::new(),
+        };
         loop {
             let mut changed = false;
             for &i in &layout.order {
@@ -38,16 +40,30 @@ impl Uniformity {
     /// The innermost `if`/`for`/`while` around `i` whose control varies across
     /// lanes, with the varying value it depends on.
     pub fn divergence(&self, k: &Kernel, layout: &Layout, i: Inst) -> Option<(Inst, Value)> {
-        layout.ancestors(i).find_map(|a| self.control(k, a).map(|v| (a, v)))
+        layout
+            .ancestors(i)
+            .find_map(|a| self.control(k, a).map(|v| (a, v)))
     }
 
     /// The lane-varying value that steers region op `a`, if any.
     pub fn control(&self, k: &Kernel, a: Inst) -> Option<Value> {
         let d = &k.insts[a];
         match d.op {
-            Op::If { .. } => d.args.first().copied().filter(|&c| self.varying[c].is_some()),
-            Op::For { .. } => d.args.iter().take(3).copied().find(|&c| self.varying[c].is_some()),
-            Op::While { cond, .. } => yields(k, cond).first().copied().filter(|&c| self.varying[c].is_some()),
+            Op::If { .. } => d
+                .args
+                .first()
+                .copied()
+                .filter(|&c| self.varying[c].is_some()),
+            Op::For { .. } => d
+                .args
+                .iter()
+                .take(3)
+                .copied()
+                .find(|&c| self.varying[c].is_some()),
+            Op::While { cond, .. } => yields(k, cond)
+                .first()
+                .copied()
+                .filter(|&c| self.varying[c].is_some()),
             _ => None,
         }
     }
@@ -121,7 +137,8 @@ impl Uniformity {
                 let (cy, by) = (yields(k, *cond), yields(k, *body));
                 let c = cy.first().and_then(|&c| self.varying[c]);
                 for n in 0..a.len() {
-                    let into_cond = self.varying[a[n]].or_else(|| by.get(n).and_then(|&y| self.varying[y]));
+                    let into_cond =
+                        self.varying[a[n]].or_else(|| by.get(n).and_then(|&y| self.varying[y]));
                     if let Some(&p) = cp.get(n) {
                         ch |= self.mark(p, into_cond);
                     }
@@ -188,13 +205,17 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout, uni: &Uniformity) {
         if !k.insts[i].op.is_collective() {
             continue;
         }
-        let Some((c, v)) = uni.divergence(k, layout, i) else { continue };
+        let Some((c, v)) = uni.divergence(k, layout, i) else {
+            continue;
+        };
         let how = match k.insts[c].op {
             Op::If { .. } => "branches on",
             Op::For { .. } => "has a bound",
             _ => "loops while",
         };
-        let source = uni.origin(v).map_or_else(String::new, |o| format!(" (it comes from {})", describe(k, o)));
+        let source = uni.origin(v).map_or_else(String::new, |o| {
+            format!(" (it comes from {})", describe(k, o))
+        });
         let m = cx.mnemonic(i);
         cx.error(
             i,

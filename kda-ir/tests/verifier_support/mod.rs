@@ -10,7 +10,11 @@ use kda_ir::{
 
 /// A launch of `block` threads in clusters of `cluster`.
 pub fn launch(block: u32, cluster: u32) -> LaunchDecl {
-    LaunchDecl { block, cluster, min_blocks_per_sm: None }
+    LaunchDecl {
+        block,
+        cluster,
+        min_blocks_per_sm: None,
+    }
 }
 
 /// The DSMEM exchange demo (`examples/dsmem-exchange`), rebuilt here with
@@ -74,7 +78,14 @@ impl Demo {
         let sender = b.role("sender", 0, 32);
         let receiver = b.role("receiver", 32, 32);
         let full = b.mbarrier("inbox_full", 1, self.tx, &[sender, receiver]);
-        let inbox = b.shared("inbox", Scalar::F32, 32, 16, &[sender, receiver], Some(full));
+        let inbox = b.shared(
+            "inbox",
+            Scalar::F32,
+            32,
+            16,
+            &[sender, receiver],
+            Some(full),
+        );
 
         b.pdl_launch_dependents();
         let tid = b.thread_idx();
@@ -131,7 +142,11 @@ impl Demo {
 
 /// The demo for a cluster of `cluster` CTAs.
 pub fn demo(cluster: u32) -> Kernel {
-    Demo { cluster, ..Demo::default() }.build()
+    Demo {
+        cluster,
+        ..Demo::default()
+    }
+    .build()
 }
 
 /// A one-CTA kernel of `block` threads whose body `f` builds.
@@ -143,7 +158,11 @@ pub fn kernel(block: u32, f: impl FnOnce(&mut Builder)) -> Kernel {
 
 /// The one instruction of `k` whose op has this text-form name.
 pub fn find(k: &Kernel, name: &str) -> kda_ir::Inst {
-    let found: Vec<_> = k.insts.keys().filter(|&i| k.insts[i].op.name() == name).collect();
+    let found: Vec<_> = k
+        .insts
+        .keys()
+        .filter(|&i| k.insts[i].op.name() == name)
+        .collect();
     assert_eq!(found.len(), 1, "expected one `{name}` in\n{k}");
     found[0]
 }

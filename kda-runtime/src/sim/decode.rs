@@ -32,6 +32,18 @@ pub(crate) struct Idx {
     pub kind: Scalar,
 }
 
+/// A shared buffer as an instruction sees it: its place in the CTA's shared memory.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct ShBuf {
+    pub buf: u32,
+    /// Byte offset in the CTA's shared memory.
+    pub base: u32,
+    /// Element size in bytes.
+    pub eb: u32,
+    /// Size in bytes.
+    pub size: u32,
+}
+
 /// A list of register moves performed together under the active mask.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Copies {
@@ -53,7 +65,10 @@ impl Copies {
             }
         }
         let moves: Vec<_> = moves.into_iter().filter(|&(d, s, _)| d != s).collect();
-        Copies { moves: moves.into(), parallel }
+        Copies {
+            moves: moves.into(),
+            parallel,
+        }
     }
 
     pub fn words(&self) -> u32 {
@@ -91,55 +106,225 @@ impl Num {
 #[derive(Clone, Debug)]
 pub(crate) enum Ins {
     /// Write the same words to every lane.
-    Const { d: u32, words: Box<[u32]> },
-    Special { d: u32, s: Special },
-    Param { d: u32, p: u32, words: u32 },
-    Bin { op: BinOp, ty: Num, n: u32, d: u32, a: u32, b: u32 },
-    Fma { ty: Num, ftz: bool, n: u32, d: u32, a: u32, b: u32, c: u32 },
-    Un { op: UnOp, ty: Num, n: u32, d: u32, a: u32 },
-    Cmp { op: CmpOp, ty: Num, d: u32, a: u32, b: u32 },
-    Select { d: u32, c: u32, a: u32, b: u32, words: u32 },
-    Cvt { from: Scalar, to: Scalar, n: u32, d: u32, a: u32 },
-    Copy { d: u32, a: u32, words: u32 },
-    Pack { elem: Scalar, d: u32, srcs: Box<[u32]> },
-    Extract { elem: Scalar, e: u32, d: u32, a: u32 },
-    LdGlobal { t: u32, d: u32, idx: Box<[Idx]>, bytes: u32 },
-    StGlobal { t: u32, v: u32, idx: Box<[Idx]>, bytes: u32, pred: Option<u32> },
-    LdShared { buf: u32, d: u32, idx: Idx, bytes: u32 },
-    StShared { buf: u32, v: u32, idx: Idx, bytes: u32 },
-    Shfl { mode: ShflMode, d: u32, v: u32, l: u32, words: u32 },
-    Elect { d: u32 },
-    Mma { d: u32, a: u32, b: u32, c: u32 },
-    MbarInit { bar: u32 },
+    Const {
+        d: u32,
+        words: Box<[u32]>,
+    },
+    Special {
+        d: u32,
+        s: Special,
+    },
+    Param {
+        d: u32,
+        p: u32,
+        words: u32,
+    },
+    Bin {
+        op: BinOp,
+        ty: Num,
+        n: u32,
+        d: u32,
+        a: u32,
+        b: u32,
+    },
+    Fma {
+        ty: Num,
+        ftz: bool,
+        n: u32,
+        d: u32,
+        a: u32,
+        b: u32,
+        c: u32,
+    },
+    Un {
+        op: UnOp,
+        ty: Num,
+        n: u32,
+        d: u32,
+        a: u32,
+    },
+    Cmp {
+        op: CmpOp,
+        ty: Num,
+        d: u32,
+        a: u32,
+        b: u32,
+    },
+    Select {
+        d: u32,
+        c: u32,
+        a: u32,
+        b: u32,
+        words: u32,
+    },
+    Cvt {
+        from: Scalar,
+        to: Scalar,
+        n: u32,
+        d: u32,
+        a: u32,
+    },
+    Copy {
+        d: u32,
+        a: u32,
+        words: u32,
+    },
+    Pack {
+        elem: Scalar,
+        d: u32,
+        srcs: Box<[u32]>,
+    },
+    /// Pack of 32- or 64-bit elements: `w` words from each source.
+    PackWords {
+        d: u32,
+        srcs: Box<[u32]>,
+        w: u32,
+    },
+    Extract {
+        elem: Scalar,
+        e: u32,
+        d: u32,
+        a: u32,
+    },
+    LdGlobal {
+        t: u32,
+        d: u32,
+        idx: Box<[Idx]>,
+        bytes: u32,
+    },
+    StGlobal {
+        t: u32,
+        v: u32,
+        idx: Box<[Idx]>,
+        bytes: u32,
+        pred: Option<u32>,
+    },
+    LdShared {
+        sb: ShBuf,
+        d: u32,
+        idx: Idx,
+        bytes: u32,
+    },
+    StShared {
+        sb: ShBuf,
+        v: u32,
+        idx: Idx,
+        bytes: u32,
+    },
+    Shfl {
+        mode: ShflMode,
+        d: u32,
+        v: u32,
+        l: u32,
+        words: u32,
+    },
+    Elect {
+        d: u32,
+    },
+    Mma {
+        d: u32,
+        a: u32,
+        b: u32,
+        c: u32,
+    },
+    MbarInit {
+        bar: u32,
+    },
     /// An arrival per active lane, each expecting `tx` bytes first.
-    MbarArrive { bar: u32, tx: u32 },
-    MbarWait { bar: u32, phase: u32 },
+    MbarArrive {
+        bar: u32,
+        tx: u32,
+    },
+    MbarWait {
+        bar: u32,
+        phase: u32,
+    },
     Nop,
     PdlWait,
     ClusterArrive,
     ClusterWait,
-    BarSync { id: u8, threads: u32 },
-    StAsync { buf: u32, bar: u32, idx: Idx, v: u32, cta: Idx, bytes: u32 },
-    CpAsync { buf: u32, t: u32, sidx: Idx, gidx: Box<[Idx]> },
-    Bulk { buf: u32, t: u32, bar: u32, bytes: u32, sidx: Idx, gidx: Box<[Idx]> },
+    BarSync {
+        id: u8,
+        threads: u32,
+    },
+    StAsync {
+        sb: ShBuf,
+        bar: u32,
+        idx: Idx,
+        v: u32,
+        cta: Idx,
+        bytes: u32,
+    },
+    CpAsync {
+        sb: ShBuf,
+        t: u32,
+        sidx: Idx,
+        gidx: Box<[Idx]>,
+    },
+    Bulk {
+        sb: ShBuf,
+        t: u32,
+        bar: u32,
+        bytes: u32,
+        sidx: Idx,
+        gidx: Box<[Idx]>,
+    },
     /// Push the mask; run the lanes where `c` holds, else jump to `else_pc`.
-    IfBegin { c: u32, else_pc: u32 },
+    IfBegin {
+        c: u32,
+        else_pc: u32,
+    },
     /// Switch to the lanes where the condition failed, or jump to `end_pc`.
-    Else { end_pc: u32 },
+    Else {
+        end_pc: u32,
+    },
     /// Masked register moves (yields of `if`).
-    Move { copies: Copies },
+    Move {
+        copies: Copies,
+    },
     /// Pop the mask (end of `if`, `while`, role).
     PopMask,
-    ForInit { ty: Num, iv: u32, lo: u32, copies: Copies },
-    ForHead { ty: Num, iv: u32, hi: u32, exit_pc: u32 },
-    ForNext { ty: Num, iv: u32, step: u32, copies: Copies, head_pc: u32 },
+    ForInit {
+        ty: Num,
+        iv: u32,
+        lo: u32,
+        copies: Copies,
+    },
+    ForHead {
+        ty: Num,
+        iv: u32,
+        hi: u32,
+        exit_pc: u32,
+    },
+    ForNext {
+        ty: Num,
+        iv: u32,
+        step: u32,
+        copies: Copies,
+        head_pc: u32,
+    },
     /// Pop the mask, then copy the carried values to the results.
-    ForExit { copies: Copies },
-    WhileInit { copies: Copies },
-    WhileCond { c: u32, to_body: Copies, to_res: Copies, exit_pc: u32 },
-    WhileNext { copies: Copies, head_pc: u32 },
+    ForExit {
+        copies: Copies,
+    },
+    WhileInit {
+        copies: Copies,
+    },
+    WhileCond {
+        c: u32,
+        to_body: Copies,
+        to_res: Copies,
+        exit_pc: u32,
+    },
+    WhileNext {
+        copies: Copies,
+        head_pc: u32,
+    },
     /// Push the mask and keep the lanes of the role (one mask per warp).
-    RoleBegin { masks: Box<[u32]>, end_pc: u32 },
+    RoleBegin {
+        masks: Box<[u32]>,
+        end_pc: u32,
+    },
     Exit,
 }
 
@@ -172,7 +357,10 @@ impl Program {
 }
 
 fn unsupported(what: impl Into<String>, d: &InstData) -> SimError {
-    SimError::Unsupported { what: what.into(), loc: d.loc.clone() }
+    SimError::Unsupported {
+        what: what.into(),
+        loc: d.loc.clone(),
+    }
 }
 
 /// Liveness: positions in layout order, the same numbering the emitter uses.
@@ -287,13 +475,15 @@ impl Alloc {
             self.next += 1 << class;
             s
         });
-        self.busy.push(Reverse((self.end[v.as_u32() as usize], slot, class)));
+        self.busy
+            .push(Reverse((self.end[v.as_u32() as usize], slot, class)));
         self.slot[v.as_u32() as usize] = slot;
     }
 }
 
 struct Emit<'k> {
     k: &'k Kernel,
+    layout: SharedLayout,
     pos: u32,
     alloc: Alloc,
     code: Vec<Ins>,
@@ -310,12 +500,25 @@ impl<'k> Emit<'k> {
         let t = self.k.ty(v);
         words(t.elem, t.lanes)
     }
+    fn sb(&self, b: kda_ir::Buffer) -> ShBuf {
+        let i = b.as_u32() as usize;
+        let l = &self.layout;
+        ShBuf {
+            buf: b.as_u32(),
+            base: l.buffers[i],
+            eb: l.elem_bytes[i],
+            size: l.sizes[i],
+        }
+    }
     fn idx(&self, v: Value, d: &InstData) -> Result<Idx, SimError> {
         let t = self.k.ty(v);
         if !t.is_scalar() || !t.elem.is_int() {
             return Err(unsupported(format!("{} with a {t} index", d.op.name()), d));
         }
-        Ok(Idx { slot: self.s(v), kind: t.elem })
+        Ok(Idx {
+            slot: self.s(v),
+            kind: t.elem,
+        })
     }
     fn push(&mut self, ins: Ins, origin: Inst) -> u32 {
         self.code.push(ins);
@@ -323,7 +526,11 @@ impl<'k> Emit<'k> {
         self.code.len() as u32 - 1
     }
     fn copies(&mut self, dst: &[Value], src: &[Value]) -> Copies {
-        let moves = dst.iter().zip(src).map(|(&d, &s)| (self.s(d), self.s(s), self.w(d))).collect();
+        let moves = dst
+            .iter()
+            .zip(src)
+            .map(|(&d, &s)| (self.s(d), self.s(s), self.w(d)))
+            .collect();
         let c = Copies::new(moves);
         if c.parallel {
             self.scratch = self.scratch.max(c.words());
@@ -378,14 +585,44 @@ impl<'k> Emit<'k> {
                     let (lo, hi, step) = (self.s(d.args[0]), self.s(d.args[1]), self.s(d.args[2]));
                     let iv = self.s(params[0]);
                     let init = self.copies(&params[1..], &d.args[3..]);
-                    self.push(Ins::ForInit { ty, iv, lo, copies: init }, inst);
-                    let head_pc = self.push(Ins::ForHead { ty, iv, hi, exit_pc: 0 }, inst);
+                    self.push(
+                        Ins::ForInit {
+                            ty,
+                            iv,
+                            lo,
+                            copies: init,
+                        },
+                        inst,
+                    );
+                    let head_pc = self.push(
+                        Ins::ForHead {
+                            ty,
+                            iv,
+                            hi,
+                            exit_pc: 0,
+                        },
+                        inst,
+                    );
                     let ys = self.region(body)?;
                     let next = self.copies(&params[1..], &ys);
-                    self.push(Ins::ForNext { ty, iv, step, copies: next, head_pc }, inst);
+                    self.push(
+                        Ins::ForNext {
+                            ty,
+                            iv,
+                            step,
+                            copies: next,
+                            head_pc,
+                        },
+                        inst,
+                    );
                     let out = self.copies(&d.results, &params[1..]);
                     let exit_pc = self.push(Ins::ForExit { copies: out }, inst);
-                    self.code[head_pc as usize] = Ins::ForHead { ty, iv, hi, exit_pc };
+                    self.code[head_pc as usize] = Ins::ForHead {
+                        ty,
+                        iv,
+                        hi,
+                        exit_pc,
+                    };
                     self.step();
                 }
                 Op::While { cond, body } => {
@@ -401,19 +638,38 @@ impl<'k> Emit<'k> {
                     let at = self.push(Ins::Nop, inst);
                     let ys = self.region(body)?;
                     let back = self.copies(&cp, &ys);
-                    self.push(Ins::WhileNext { copies: back, head_pc }, inst);
+                    self.push(
+                        Ins::WhileNext {
+                            copies: back,
+                            head_pc,
+                        },
+                        inst,
+                    );
                     let exit_pc = self.push(Ins::PopMask, inst);
-                    self.code[at as usize] = Ins::WhileCond { c, to_body, to_res, exit_pc };
+                    self.code[at as usize] = Ins::WhileCond {
+                        c,
+                        to_body,
+                        to_res,
+                        exit_pc,
+                    };
                     self.step();
                 }
                 Op::InRole { role, body } => {
                     let r = &k.roles[role];
                     let masks: Box<[u32]> = (0..self.warps)
                         .map(|w| {
-                            (0..32u32).filter(|l| r.contains(w * 32 + l)).fold(0u32, |m, l| m | 1 << l)
+                            (0..32u32)
+                                .filter(|l| r.contains(w * 32 + l))
+                                .fold(0u32, |m, l| m | 1 << l)
                         })
                         .collect();
-                    let at = self.push(Ins::RoleBegin { masks: masks.clone(), end_pc: 0 }, inst);
+                    let at = self.push(
+                        Ins::RoleBegin {
+                            masks: masks.clone(),
+                            end_pc: 0,
+                        },
+                        inst,
+                    );
                     self.region(body)?;
                     let end_pc = self.push(Ins::PopMask, inst);
                     self.code[at as usize] = Ins::RoleBegin { masks, end_pc };
@@ -442,7 +698,11 @@ impl<'k> Emit<'k> {
             let rank = k.tensors[t].shape.len();
             if rank != n || rank > 8 {
                 return Err(unsupported(
-                    format!("{} of rank-{rank} tensor `{}` with {n} indices", d.op.name(), k.tensors[t].name),
+                    format!(
+                        "{} of rank-{rank} tensor `{}` with {n} indices",
+                        d.op.name(),
+                        k.tensors[t].name
+                    ),
                     d,
                 ));
             }
@@ -450,7 +710,7 @@ impl<'k> Emit<'k> {
         };
         let mem_bytes = |ty: Type| -> Result<u32, SimError> {
             let b = ty.bytes();
-            if ty.elem == Scalar::Bool || !(b == 2 || b % 4 == 0) || b > 16 {
+            if ty.elem == Scalar::Bool || !(b == 2 || b.is_multiple_of(4)) || b > 16 {
                 return Err(unsupported(format!("{} of {ty}", d.op.name()), d));
             }
             Ok(b)
@@ -459,12 +719,24 @@ impl<'k> Emit<'k> {
             Op::IConst(v) => splat(r(), tr(), const_int(tr().elem, v)),
             Op::FConst(f) => splat(r(), tr(), const_float(tr().elem, f)),
             Op::Special(s) => Ins::Special { d: r(), s },
-            Op::Param(p) => Ins::Param { d: r(), p: p.as_u32(), words: self.w(d.results[0]) },
+            Op::Param(p) => Ins::Param {
+                d: r(),
+                p: p.as_u32(),
+                words: self.w(d.results[0]),
+            },
             Op::Bin(op) => {
                 let t = ta(0);
                 let bad = match t.elem {
                     Scalar::F32 | Scalar::BF16 => {
-                        matches!(op, BinOp::Rem | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr)
+                        matches!(
+                            op,
+                            BinOp::Rem
+                                | BinOp::And
+                                | BinOp::Or
+                                | BinOp::Xor
+                                | BinOp::Shl
+                                | BinOp::Shr
+                        )
                     }
                     Scalar::Bool => !matches!(op, BinOp::And | BinOp::Or | BinOp::Xor),
                     _ => false,
@@ -472,14 +744,29 @@ impl<'k> Emit<'k> {
                 if bad {
                     return Err(unsupported(format!("{} on {t}", d.op.name()), d));
                 }
-                Ins::Bin { op, ty: Num::of(t.elem), n: t.lanes as u32, d: r(), a: a(0), b: a(1) }
+                Ins::Bin {
+                    op,
+                    ty: Num::of(t.elem),
+                    n: t.lanes as u32,
+                    d: r(),
+                    a: a(0),
+                    b: a(1),
+                }
             }
             Op::Fma { ftz } => {
                 let t = ta(0);
                 if !t.elem.is_float() {
                     return Err(unsupported(format!("fma on {t}"), d));
                 }
-                Ins::Fma { ty: Num::of(t.elem), ftz, n: t.lanes as u32, d: r(), a: a(0), b: a(1), c: a(2) }
+                Ins::Fma {
+                    ty: Num::of(t.elem),
+                    ftz,
+                    n: t.lanes as u32,
+                    d: r(),
+                    a: a(0),
+                    b: a(1),
+                    c: a(2),
+                }
             }
             Op::Un(op) => {
                 let t = ta(0);
@@ -491,47 +778,104 @@ impl<'k> Emit<'k> {
                 if !ok {
                     return Err(unsupported(format!("{} on {t}", d.op.name()), d));
                 }
-                Ins::Un { op, ty: Num::of(t.elem), n: t.lanes as u32, d: r(), a: a(0) }
+                Ins::Un {
+                    op,
+                    ty: Num::of(t.elem),
+                    n: t.lanes as u32,
+                    d: r(),
+                    a: a(0),
+                }
             }
             Op::Cmp(op) => {
                 let t = ta(0);
                 if !t.is_scalar() {
                     return Err(unsupported(format!("cmp on {t}"), d));
                 }
-                Ins::Cmp { op, ty: Num::of(t.elem), d: r(), a: a(0), b: a(1) }
+                Ins::Cmp {
+                    op,
+                    ty: Num::of(t.elem),
+                    d: r(),
+                    a: a(0),
+                    b: a(1),
+                }
             }
-            Op::Select => Ins::Select { d: r(), c: a(0), a: a(1), b: a(2), words: self.w(d.results[0]) },
+            Op::Select => Ins::Select {
+                d: r(),
+                c: a(0),
+                a: a(1),
+                b: a(2),
+                words: self.w(d.results[0]),
+            },
             Op::Cvt => {
                 let (f, t) = (ta(0), tr());
                 if f.lanes != t.lanes {
                     return Err(unsupported(format!("cvt {f} -> {t}"), d));
                 }
-                Ins::Cvt { from: f.elem, to: t.elem, n: t.lanes as u32, d: r(), a: a(0) }
+                Ins::Cvt {
+                    from: f.elem,
+                    to: t.elem,
+                    n: t.lanes as u32,
+                    d: r(),
+                    a: a(0),
+                }
             }
             Op::Bitcast => {
                 let (f, t) = (ta(0), tr());
                 if f.bytes() != t.bytes() || f.elem == Scalar::Bool || t.elem == Scalar::Bool {
                     return Err(unsupported(format!("bitcast {f} -> {t}"), d));
                 }
-                Ins::Copy { d: r(), a: a(0), words: self.w(d.results[0]) }
+                Ins::Copy {
+                    d: r(),
+                    a: a(0),
+                    words: self.w(d.results[0]),
+                }
             }
-            Op::Pack => Ins::Pack {
-                elem: ta(0).elem,
-                d: r(),
-                srcs: d.args.iter().map(|&v| self.s(v)).collect(),
-            },
+            Op::Pack => {
+                let elem = ta(0).elem;
+                let srcs = d.args.iter().map(|&v| self.s(v)).collect();
+                match elem {
+                    Scalar::BF16 | Scalar::Bool => Ins::Pack { elem, d: r(), srcs },
+                    _ => Ins::PackWords {
+                        d: r(),
+                        srcs,
+                        w: elem.bytes() / 4,
+                    },
+                }
+            }
             Op::Extract(e) => {
                 let t = ta(0);
                 if e >= t.lanes {
                     return Err(unsupported(format!("extract {e} of {t}"), d));
                 }
-                Ins::Extract { elem: t.elem, e: e as u32, d: r(), a: a(0) }
+                match t.elem {
+                    Scalar::BF16 | Scalar::Bool => Ins::Extract {
+                        elem: t.elem,
+                        e: e as u32,
+                        d: r(),
+                        a: a(0),
+                    },
+                    el => {
+                        let w = el.bytes() / 4;
+                        Ins::Copy {
+                            d: r(),
+                            a: a(0) + e as u32 * w,
+                            words: w,
+                        }
+                    }
+                }
             }
             Op::LdGlobal { tensor, .. } => {
                 check_rank(tensor, d.args.len())?;
-                Ins::LdGlobal { t: tensor.as_u32(), d: r(), idx: gidx(&d.args)?, bytes: mem_bytes(tr())? }
+                Ins::LdGlobal {
+                    t: tensor.as_u32(),
+                    d: r(),
+                    idx: gidx(&d.args)?,
+                    bytes: mem_bytes(tr())?,
+                }
             }
-            Op::StGlobal { tensor, predicated, .. } => {
+            Op::StGlobal {
+                tensor, predicated, ..
+            } => {
                 let n = d.args.len() - 1 - predicated as usize;
                 check_rank(tensor, n)?;
                 Ins::StGlobal {
@@ -543,13 +887,13 @@ impl<'k> Emit<'k> {
                 }
             }
             Op::LdShared { buffer } => Ins::LdShared {
-                buf: buffer.as_u32(),
+                sb: self.sb(buffer),
                 d: r(),
                 idx: self.idx(d.args[0], d)?,
                 bytes: mem_bytes(tr())?,
             },
             Op::StShared { buffer } => Ins::StShared {
-                buf: buffer.as_u32(),
+                sb: self.sb(buffer),
                 v: a(1),
                 idx: self.idx(d.args[0], d)?,
                 bytes: mem_bytes(ta(1))?,
@@ -559,7 +903,13 @@ impl<'k> Emit<'k> {
                 if !tl.is_scalar() || !tl.elem.is_int() {
                     return Err(unsupported(format!("shfl with a {tl} lane"), d));
                 }
-                Ins::Shfl { mode, d: r(), v: a(0), l: a(1), words: self.w(d.args[0]) }
+                Ins::Shfl {
+                    mode,
+                    d: r(),
+                    v: a(0),
+                    l: a(1),
+                    words: self.w(d.args[0]),
+                }
             }
             Op::ElectSync => Ins::Elect { d: r() },
             Op::Mma16816 => {
@@ -567,14 +917,33 @@ impl<'k> Emit<'k> {
                     && ta(1) == Type::vec(Scalar::U32, 2)
                     && ta(2) == Type::vec(Scalar::F32, 4);
                 if !ok {
-                    return Err(unsupported(format!("mma with {}, {}, {}", ta(0), ta(1), ta(2)), d));
+                    return Err(unsupported(
+                        format!("mma with {}, {}, {}", ta(0), ta(1), ta(2)),
+                        d,
+                    ));
                 }
-                Ins::Mma { d: r(), a: a(0), b: a(1), c: a(2) }
+                Ins::Mma {
+                    d: r(),
+                    a: a(0),
+                    b: a(1),
+                    c: a(2),
+                }
             }
-            Op::MbarInit { barrier } => Ins::MbarInit { bar: barrier.as_u32() },
-            Op::MbarArrive { barrier } => Ins::MbarArrive { bar: barrier.as_u32(), tx: 0 },
-            Op::MbarArriveExpectTx { barrier, bytes } => Ins::MbarArrive { bar: barrier.as_u32(), tx: bytes },
-            Op::MbarWait { barrier, phase } => Ins::MbarWait { bar: barrier.as_u32(), phase },
+            Op::MbarInit { barrier } => Ins::MbarInit {
+                bar: barrier.as_u32(),
+            },
+            Op::MbarArrive { barrier } => Ins::MbarArrive {
+                bar: barrier.as_u32(),
+                tx: 0,
+            },
+            Op::MbarArriveExpectTx { barrier, bytes } => Ins::MbarArrive {
+                bar: barrier.as_u32(),
+                tx: bytes,
+            },
+            Op::MbarWait { barrier, phase } => Ins::MbarWait {
+                bar: barrier.as_u32(),
+                phase,
+            },
             Op::FenceMbarInit | Op::FenceProxyAsync | Op::GridDepLaunch => Ins::Nop,
             Op::CpAsyncCommit | Op::CpAsyncWait(_) => Ins::Nop,
             Op::GridDepWait => Ins::PdlWait,
@@ -587,7 +956,7 @@ impl<'k> Emit<'k> {
                 Ins::BarSync { id, threads }
             }
             Op::StAsync { buffer, barrier } => Ins::StAsync {
-                buf: buffer.as_u32(),
+                sb: self.sb(buffer),
                 bar: barrier.as_u32(),
                 idx: self.idx(d.args[0], d)?,
                 v: a(1),
@@ -597,19 +966,28 @@ impl<'k> Emit<'k> {
             Op::CpAsync { buffer, tensor } => {
                 check_rank(tensor, d.args.len() - 1)?;
                 Ins::CpAsync {
-                    buf: buffer.as_u32(),
+                    sb: self.sb(buffer),
                     t: tensor.as_u32(),
                     sidx: self.idx(d.args[0], d)?,
                     gidx: gidx(&d.args[1..])?,
                 }
             }
-            Op::BulkCopy { buffer, tensor, barrier, bytes, .. } => {
+            Op::BulkCopy {
+                buffer,
+                tensor,
+                barrier,
+                bytes,
+                ..
+            } => {
                 check_rank(tensor, d.args.len() - 1)?;
                 if bytes % 16 != 0 {
-                    return Err(unsupported(format!("cp.async.bulk of {bytes} bytes (not a multiple of 16)"), d));
+                    return Err(unsupported(
+                        format!("cp.async.bulk of {bytes} bytes (not a multiple of 16)"),
+                        d,
+                    ));
                 }
                 Ins::Bulk {
-                    buf: buffer.as_u32(),
+                    sb: self.sb(buffer),
                     t: tensor.as_u32(),
                     bar: barrier.as_u32(),
                     bytes,
@@ -631,7 +1009,10 @@ fn splat(d: u32, ty: Type, bits: u64) -> Ins {
     for e in 0..ty.lanes as u32 {
         set_elem(&mut one, 0, ty.elem, e, 0, bits);
     }
-    Ins::Const { d, words: (0..n as usize).map(|w| one[w * 32]).collect() }
+    Ins::Const {
+        d,
+        words: (0..n as usize).map(|w| one[w * 32]).collect(),
+    }
 }
 
 /// Decode a kernel.
@@ -653,16 +1034,30 @@ pub(crate) fn decode(k: &Kernel) -> Result<Program, SimError> {
     let warps = k.launch.block.div_ceil(32);
     let mut e = Emit {
         k,
+        layout: SharedLayout::new(k),
         pos: 0,
-        alloc: Alloc { next: 0, free: vec![], busy: BinaryHeap::new(), slot: vec![u32::MAX; nv], end },
+        alloc: Alloc {
+            next: 0,
+            free: vec![],
+            busy: BinaryHeap::new(),
+            slot: vec![u32::MAX; nv],
+            end,
+        },
         code: vec![],
         origin: vec![],
         scratch: 0,
         warps,
     };
     e.region(k.body)?;
-    debug_assert_eq!(e.pos, live.pos, "liveness and emission number positions alike");
-    let last = e.origin.last().copied().unwrap_or_else(|| Inst::from_u32(0));
+    debug_assert_eq!(
+        e.pos, live.pos,
+        "liveness and emission number positions alike"
+    );
+    let last = e
+        .origin
+        .last()
+        .copied()
+        .unwrap_or_else(|| Inst::from_u32(0));
     e.push(Ins::Exit, last);
     let lanes = (0..warps)
         .map(|w| {
@@ -670,13 +1065,17 @@ pub(crate) fn decode(k: &Kernel) -> Result<Program, SimError> {
             if n == 32 { u32::MAX } else { (1u32 << n) - 1 }
         })
         .collect();
-    let produced = k.tensors.values().map(|t| t.provenance == Provenance::Produced).collect();
+    let produced = k
+        .tensors
+        .values()
+        .map(|t| t.provenance == Provenance::Produced)
+        .collect();
     Ok(Program {
         code: e.code,
         origin: e.origin,
         reg_words: e.alloc.next.max(1),
         scratch_words: e.scratch,
-        layout: SharedLayout::new(k),
+        layout: e.layout,
         warps,
         lanes,
         produced,

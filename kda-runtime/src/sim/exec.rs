@@ -11,7 +11,7 @@
 
 use kda_ir::{BinOp, CmpOp, Scalar, ShflMode, Special, UnOp};
 
-use super::decode::{Copies, Idx, Ins, Num, Program};
+use super::decode::{Copies, Idx, Ins, Num, Program, ShBuf};
 use super::mbarrier::{ClusterBar, Mbar, MbarFault, Named};
 use super::memory::{TensorView, read_words, write_words};
 use super::numeric::{bf16_to_f32, convert, f32_to_bf16, ftz, get_elem, mma_m16n8k16, set_elem};
@@ -126,12 +126,54 @@ fn out(regs: &mut [u32], slot: u32) -> &mut [u32; 32] {
     (&mut regs[b..b + 32]).try_into().expect("32 lanes")
 }
 
+/// Copy `words` words of every lane from slot `src` to slot `dst` (distinct slots).
+#[inline(always)]
+fn copy_slot(regs: &mut [u32], dst: u32, src: u32, words: u32) {
+    for i in 0..words {
+        let x = lanes(regs, src + i);
+        *out(regs, dst + i) = x;
+    }
+}
+
+/// `o = x·y + z` per lane, one rounding, optionally flushing subnormals.
+#[inline(always)]
+fn fma_lanes(o: &mut [u32; 32], x: &[u32; 32], y: &[u32; 32], z: &[u32; 32], flush: bool) {
+    if flush {
+        (0..32)
+            .for_each(|l| o[l] = ftz(ftz(f(x[l])).mul_add(ftz(f(y[l])), ftz(f(z[l])))).to_bits());
+    } else {
+        (0..32).for_each(|l| o[l] = f(x[l]).mul_add(f(y[l]), f(z[l])).to_bits());
+    }
+}
+
+/// [`fma_lanes`] compiled for the FMA instruction set.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn fma_lanes_hw(o: &mut [u32; 32], x: &[u32; 32], y: &[u32; 32], z: &[u32; 32], flush: bool) {
+    fma_lanes(o, x, y, z, flush)
+}
+
+/// `f32::mul_add` is a libm call unless the build targets FMA; use the
+/// instruction when the CPU has it (same results: both round once).
+#[inline]
+fn fma_dispatch(o: &mut [u32; 32], x: &[u32; 32], y: &[u32; 32], z: &[u32; 32], flush: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports FMA, the only requirement of `fma_lanes_hw`.
+        unsafe { fma_lanes_hw(o, x, y, z, flush) };
+        return;
+    }
+    fma_lanes(o, x, y, z, flush)
+}
+
 #[inline(always)]
 fn rd_idx(regs: &[u32], i: Idx, l: usize) -> i64 {
     let w = regs[i.slot as usize * 32 + l];
     match i.kind {
         Scalar::I32 => w as i32 as i64,
-        Scalar::I64 | Scalar::U64 => (w as u64 | (regs[(i.slot as usize + 1) * 32 + l] as u64) << 32) as i64,
+        Scalar::I64 | Scalar::U64 => {
+            (w as u64 | (regs[(i.slot as usize + 1) * 32 + l] as u64) << 32) as i64
+        }
         _ => w as i64,
     }
 }
@@ -174,7 +216,11 @@ macro_rules! int_bin {
                 }
                 BinOp::Shr => {
                     let s = y as $ut;
-                    if s >= $bits { x >> ($bits - 1) >> 1 } else { x >> s }
+                    if s >= $bits {
+                        x >> ($bits - 1) >> 1
+                    } else {
+                        x >> s
+                    }
                 }
             }
         }
@@ -200,6 +246,22 @@ fn bin_f32(op: BinOp, x: f32, y: f32) -> f32 {
 }
 
 fn un_f32(op: UnOp, x: f32) -> f32 {
+    let fast = matches!(
+        op,
+        UnOp::Exp { fast: true }
+            | UnOp::Exp2 { fast: true }
+            | UnOp::Rsqrt { fast: true }
+            | UnOp::Sigmoid { fast: true }
+            | UnOp::Rcp { fast: true }
+    );
+    if fast {
+        // The approximate instructions flush subnormal inputs and results.
+        return ftz(un_precise(op, ftz(x)));
+    }
+    un_precise(op, x)
+}
+
+fn un_precise(op: UnOp, x: f32) -> f32 {
     match op {
         UnOp::Neg => -x,
         UnOp::Abs => x.abs(),
@@ -216,8 +278,8 @@ fn un_f32(op: UnOp, x: f32) -> f32 {
 fn cmp<T: PartialOrd>(op: CmpOp, x: T, y: T) -> bool {
     match op {
         CmpOp::Eq => x == y,
-        // Ordered: false when either side is NaN.
-        CmpOp::Ne => x < y || x > y,
+        // Unordered, as in Rust: true when either side is NaN.
+        CmpOp::Ne => x != y,
         CmpOp::Lt => x < y,
         CmpOp::Le => x <= y,
         CmpOp::Gt => x > y,
@@ -256,10 +318,20 @@ fn exec_bin(regs: &mut [u32], op: BinOp, ty: Num, n: u32, d: u32, a: u32, b: u32
             for e in 0..n {
                 let (x, y) = (lanes(regs, a + e), lanes(regs, b + e));
                 let o = out(regs, d + e);
-                if signed {
-                    (0..32).for_each(|l| o[l] = bin_i32(op, x[l] as i32, y[l] as i32) as u32);
-                } else {
-                    (0..32).for_each(|l| o[l] = bin_u32(op, x[l], y[l]));
+                macro_rules! each {
+                    ($f:expr) => {
+                        (0..32).for_each(|l| o[l] = $f(x[l], y[l]))
+                    };
+                }
+                match (op, signed) {
+                    (BinOp::Add, _) => each!(|a: u32, b| a.wrapping_add(b)),
+                    (BinOp::Sub, _) => each!(|a: u32, b| a.wrapping_sub(b)),
+                    (BinOp::Mul, _) => each!(|a: u32, b| a.wrapping_mul(b)),
+                    (BinOp::And, _) => each!(|a, b| a & b),
+                    (BinOp::Or, _) => each!(|a, b| a | b),
+                    (BinOp::Xor, _) => each!(|a, b| a ^ b),
+                    (_, true) => each!(|a, b| bin_i32(op, a as i32, b as i32) as u32),
+                    (_, false) => each!(|a, b| bin_u32(op, a, b)),
                 }
             }
         }
@@ -268,7 +340,11 @@ fn exec_bin(regs: &mut [u32], op: BinOp, ty: Num, n: u32, d: u32, a: u32, b: u32
             for e in 0..n {
                 for l in 0..32 {
                     let (x, y) = (get_elem(regs, a, s, e, l), get_elem(regs, b, s, e, l));
-                    let r = if ty == Num::I64 { bin_i64(op, x as i64, y as i64) as u64 } else { bin_u64(op, x, y) };
+                    let r = if ty == Num::I64 {
+                        bin_i64(op, x as i64, y as i64) as u64
+                    } else {
+                        bin_u64(op, x, y)
+                    };
                     set_elem(regs, d, s, e, l, r);
                 }
             }
@@ -279,7 +355,14 @@ fn exec_bin(regs: &mut [u32], op: BinOp, ty: Num, n: u32, d: u32, a: u32, b: u32
                 for l in 0..32 {
                     let x = bf16_to_f32(get_elem(regs, a, Scalar::BF16, e, l) as u32);
                     let y = bf16_to_f32(get_elem(regs, b, Scalar::BF16, e, l) as u32);
-                    set_elem(regs, d, Scalar::BF16, e, l, f32_to_bf16(bin_f32(op, x, y)) as u64);
+                    set_elem(
+                        regs,
+                        d,
+                        Scalar::BF16,
+                        e,
+                        l,
+                        f32_to_bf16(bin_f32(op, x, y)) as u64,
+                    );
                 }
             }
         }
@@ -305,7 +388,14 @@ fn exec_un(regs: &mut [u32], op: UnOp, ty: Num, n: u32, d: u32, a: u32) {
             for e in 0..n {
                 for l in 0..32 {
                     let x = bf16_to_f32(get_elem(regs, a, Scalar::BF16, e, l) as u32);
-                    set_elem(regs, d, Scalar::BF16, e, l, f32_to_bf16(un_f32(op, x)) as u64);
+                    set_elem(
+                        regs,
+                        d,
+                        Scalar::BF16,
+                        e,
+                        l,
+                        f32_to_bf16(un_f32(op, x)) as u64,
+                    );
                 }
             }
         }
@@ -336,25 +426,78 @@ fn exec_un(regs: &mut [u32], op: UnOp, ty: Num, n: u32, d: u32, a: u32) {
 }
 
 fn exec_cmp(regs: &mut [u32], op: CmpOp, ty: Num, d: u32, a: u32, b: u32) {
-    let s = elem_of(ty);
-    for l in 0..32 {
-        let (x, y) = (get_elem(regs, a, s, 0, l), get_elem(regs, b, s, 0, l));
-        let r = match ty {
-            Num::Bool | Num::U32 | Num::U64 => cmp(op, x, y),
-            Num::I32 => cmp(op, x as u32 as i32, y as u32 as i32),
-            Num::I64 => cmp(op, x as i64, y as i64),
-            Num::F32 => cmp(op, f(x as u32), f(y as u32)),
-            Num::BF16 => cmp(op, bf16_to_f32(x as u32), bf16_to_f32(y as u32)),
-        };
-        regs[d as usize * 32 + l] = r as u32;
+    macro_rules! each {
+        ($conv:expr) => {{
+            let (x, y) = (lanes(regs, a), lanes(regs, b));
+            let o = out(regs, d);
+            match op {
+                CmpOp::Eq => (0..32).for_each(|l| o[l] = ($conv(x[l]) == $conv(y[l])) as u32),
+                CmpOp::Ne => (0..32).for_each(|l| o[l] = ($conv(x[l]) != $conv(y[l])) as u32),
+                CmpOp::Lt => (0..32).for_each(|l| o[l] = ($conv(x[l]) < $conv(y[l])) as u32),
+                CmpOp::Le => (0..32).for_each(|l| o[l] = ($conv(x[l]) <= $conv(y[l])) as u32),
+                CmpOp::Gt => (0..32).for_each(|l| o[l] = ($conv(x[l]) > $conv(y[l])) as u32),
+                CmpOp::Ge => (0..32).for_each(|l| o[l] = ($conv(x[l]) >= $conv(y[l])) as u32),
+            }
+        }};
     }
+    match ty {
+        Num::U32 | Num::Bool => each!(|v: u32| v),
+        Num::I32 => each!(|v: u32| v as i32),
+        Num::F32 => each!(f),
+        _ => {
+            let s = elem_of(ty);
+            for l in 0..32 {
+                let (x, y) = (get_elem(regs, a, s, 0, l), get_elem(regs, b, s, 0, l));
+                let r = match ty {
+                    Num::I64 => cmp(op, x as i64, y as i64),
+                    Num::BF16 => cmp(op, bf16_to_f32(x as u32), bf16_to_f32(y as u32)),
+                    _ => cmp(op, x, y),
+                };
+                regs[d as usize * 32 + l] = r as u32;
+            }
+        }
+    }
+}
+
+/// Scalar conversions between 32-bit types and widening to 64 bits, one
+/// loop per kind; `None` when the generic path is needed.
+fn cvt_fast(regs: &mut [u32], from: Scalar, to: Scalar, d: u32, a: u32) -> Option<()> {
+    use Scalar::*;
+    let x = lanes(regs, a);
+    let one = |regs: &mut [u32], g: &dyn Fn(u32) -> u32| {
+        let o = out(regs, d);
+        (0..32).for_each(|l| o[l] = g(x[l]));
+    };
+    match (from, to) {
+        (F32, BF16) => one(regs, &|v| f32_to_bf16(f(v))),
+        (BF16, F32) => one(regs, &|v| bf16_to_f32(v).to_bits()),
+        (U32, F32) => one(regs, &|v| (v as f32).to_bits()),
+        (I32, F32) => one(regs, &|v| (v as i32 as f32).to_bits()),
+        (F32, I32) => one(regs, &|v| f(v) as i32 as u32),
+        (F32, U32) => one(regs, &|v| f(v) as u32),
+        (I32 | U32 | Bool, I32 | U32) => one(regs, &|v| v),
+        (I32 | U32, Bool) => one(regs, &|v| (v != 0) as u32),
+        (U32 | Bool, I64 | U64) => {
+            one(regs, &|v| v);
+            out(regs, d + 1).fill(0);
+        }
+        (I32, I64 | U64) => {
+            one(regs, &|v| v);
+            let o = out(regs, d + 1);
+            (0..32).for_each(|l| o[l] = ((x[l] as i32) >> 31) as u32);
+        }
+        (I64 | U64, I32 | U32) => one(regs, &|v| v),
+        _ => return None,
+    }
+    Some(())
 }
 
 /// Masked register moves.
 fn do_copies(regs: &mut [u32], scratch: &mut [u32], c: &Copies, mask: u32) {
     let copy = |regs: &mut [u32], dst: usize, src: usize| {
         if mask == u32::MAX {
-            regs.copy_within(src..src + 32, dst);
+            let x: [u32; 32] = regs[src..src + 32].try_into().expect("32 lanes");
+            regs[dst..dst + 32].copy_from_slice(&x);
         } else {
             let mut m = mask;
             while m != 0 {
@@ -405,7 +548,10 @@ fn below(regs: &[u32], ty: Num, iv: u32, hi: u32) -> u32 {
         let lt = match ty {
             Num::I32 => (regs[iv as usize * 32 + l] as i32) < (regs[hi as usize * 32 + l] as i32),
             Num::U32 => regs[iv as usize * 32 + l] < regs[hi as usize * 32 + l],
-            Num::I64 => (get_elem(regs, iv, Scalar::I64, 0, l) as i64) < (get_elem(regs, hi, Scalar::I64, 0, l) as i64),
+            Num::I64 => {
+                (get_elem(regs, iv, Scalar::I64, 0, l) as i64)
+                    < (get_elem(regs, hi, Scalar::I64, 0, l) as i64)
+            }
             _ => get_elem(regs, iv, Scalar::U64, 0, l) < get_elem(regs, hi, Scalar::U64, 0, l),
         };
         m |= (lt as u32) << l;
@@ -425,7 +571,13 @@ fn iv_step(regs: &mut [u32], ty: Num, iv: u32, step: u32, mask: u32) {
                 *i = i.wrapping_add(s);
             }
             _ => {
-                let x = get_elem(regs, iv, Scalar::U64, 0, l).wrapping_add(get_elem(regs, step, Scalar::U64, 0, l));
+                let x = get_elem(regs, iv, Scalar::U64, 0, l).wrapping_add(get_elem(
+                    regs,
+                    step,
+                    Scalar::U64,
+                    0,
+                    l,
+                ));
                 set_elem(regs, iv, Scalar::U64, 0, l, x);
             }
         }
@@ -448,7 +600,11 @@ fn smem_read(smem: &[u32], byte: usize, bytes: u32, o: &mut [u32]) {
 fn smem_write(smem: &mut [u32], byte: usize, bytes: u32, v: &[u32]) {
     if bytes == 2 {
         let w = &mut smem[byte / 4];
-        *w = if byte & 2 == 0 { (*w & 0xffff_0000) | (v[0] & 0xffff) } else { (*w & 0xffff) | (v[0] << 16) };
+        *w = if byte & 2 == 0 {
+            (*w & 0xffff_0000) | (v[0] & 0xffff)
+        } else {
+            (*w & 0xffff) | (v[0] << 16)
+        };
     } else {
         let n = bytes as usize / 4;
         smem[byte / 4..byte / 4 + n].copy_from_slice(&v[..n]);
@@ -457,7 +613,12 @@ fn smem_write(smem: &mut [u32], byte: usize, bytes: u32, v: &[u32]) {
 
 /// Run `w` for at most `budget` instructions. Returns the number executed
 /// (a blocked wait does not count) and why it stopped.
-pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u64) -> Result<(u64, Stop), SimError> {
+pub(crate) fn run(
+    prog: &Program,
+    w: &mut Warp,
+    cx: &mut Cluster<'_>,
+    budget: u64,
+) -> Result<(u64, Stop), SimError> {
     let mut executed = 0u64;
     let k = &prog.kernel;
     let site = |w: &Warp, cx: &Cluster<'_>, lane: Option<u32>| -> Site {
@@ -473,7 +634,10 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
         }
     };
     let misuse = |w: &Warp, cx: &Cluster<'_>, lane: Option<u32>, msg: String| -> SimError {
-        SimError::Barrier(Box::new(BarrierMisuse { msg, site: site(w, cx, lane) }))
+        SimError::Barrier(Box::new(BarrierMisuse {
+            msg,
+            site: site(w, cx, lane),
+        }))
     };
     let nctas = cx.ctas.len() as u32;
     let mut idx = [0i64; 8];
@@ -510,22 +674,28 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                 }
             }
             &Ins::Bin { op, ty, n, d, a, b } => exec_bin(regs, op, ty, n, d, a, b),
-            &Ins::Fma { ty, ftz: flush, n, d, a, b, c } => {
+            &Ins::Fma {
+                ty,
+                ftz: flush,
+                n,
+                d,
+                a,
+                b,
+                c,
+            } => {
                 if ty == Num::F32 {
                     for e in 0..n {
-                        let (x, y, z) = (lanes(regs, a + e), lanes(regs, b + e), lanes(regs, c + e));
-                        let o = out(regs, d + e);
-                        if flush {
-                            (0..32).for_each(|l| o[l] = ftz(ftz(f(x[l])).mul_add(ftz(f(y[l])), ftz(f(z[l])))).to_bits());
-                        } else {
-                            (0..32).for_each(|l| o[l] = f(x[l]).mul_add(f(y[l]), f(z[l])).to_bits());
-                        }
+                        let (x, y, z) =
+                            (lanes(regs, a + e), lanes(regs, b + e), lanes(regs, c + e));
+                        fma_dispatch(out(regs, d + e), &x, &y, &z, flush);
                     }
                 } else {
                     clear(regs, d, n.div_ceil(2));
                     for e in 0..n {
                         for l in 0..32 {
-                            let g = |s: u32| bf16_to_f32(get_elem(regs, s, Scalar::BF16, e, l) as u32) as f64;
+                            let g = |s: u32| {
+                                bf16_to_f32(get_elem(regs, s, Scalar::BF16, e, l) as u32) as f64
+                            };
                             let mut r = (g(a).mul_add(g(b), g(c))) as f32;
                             if flush {
                                 r = ftz(r);
@@ -545,18 +715,8 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     (0..32).for_each(|l| o[l] = if cv[l] != 0 { x[l] } else { y[l] });
                 }
             }
-            &Ins::Cvt { from, to, n, d, a } => match (from, to, n) {
-                (Scalar::F32, Scalar::BF16, 1) => {
-                    let x = lanes(regs, a);
-                    let o = out(regs, d);
-                    (0..32).for_each(|l| o[l] = f32_to_bf16(f(x[l])));
-                }
-                (Scalar::BF16, Scalar::F32, 1) => {
-                    let x = lanes(regs, a);
-                    let o = out(regs, d);
-                    (0..32).for_each(|l| o[l] = bf16_to_f32(x[l]).to_bits());
-                }
-                _ => {
+            &Ins::Cvt { from, to, n, d, a } => {
+                if n != 1 || cvt_fast(regs, from, to, d, a).is_none() {
                     if to == Scalar::BF16 {
                         clear(regs, d, n.div_ceil(2));
                     }
@@ -567,11 +727,8 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                         }
                     }
                 }
-            },
-            &Ins::Copy { d, a, words } => {
-                let (d, a) = (d as usize * 32, a as usize * 32);
-                regs.copy_within(a..a + words as usize * 32, d);
             }
+            &Ins::Copy { d, a, words } => copy_slot(regs, d, a, words),
             Ins::Pack { elem, d, srcs } => {
                 if *elem == Scalar::BF16 {
                     clear(regs, *d, (srcs.len() as u32).div_ceil(2));
@@ -583,6 +740,11 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                 }
             }
+            Ins::PackWords { d, srcs, w } => {
+                for (i, &s) in srcs.iter().enumerate() {
+                    copy_slot(regs, *d + i as u32 * *w, s, *w);
+                }
+            }
             &Ins::Extract { elem, e, d, a } => {
                 if elem == Scalar::BF16 {
                     clear(regs, d, 1);
@@ -592,7 +754,12 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     set_elem(regs, d, elem, 0, l, x);
                 }
             }
-            Ins::LdGlobal { t, d, idx: ix, bytes } => {
+            Ins::LdGlobal {
+                t,
+                d,
+                idx: ix,
+                bytes,
+            } => {
                 let tv = &cx.tensors[*t as usize];
                 if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
                     return Err(produced_early(k, *t, site(w, cx, None)));
@@ -608,11 +775,24 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                     let r = ix.len();
                     let Some(off) = tv.offset(&idx[..r], elems) else {
-                        return Err(global_oob(k, *t, &idx[..r], tv, elems, site(w, cx, Some(l as u32))));
+                        return Err(global_oob(
+                            k,
+                            *t,
+                            &idx[..r],
+                            tv,
+                            elems,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     };
                     let byte = off * tv.dtype_bytes as u64;
-                    if byte % *bytes as u64 != 0 {
-                        return Err(misaligned_global(k, *t, byte, *bytes, site(w, cx, Some(l as u32))));
+                    if !byte.is_multiple_of(*bytes as u64) {
+                        return Err(misaligned_global(
+                            k,
+                            *t,
+                            byte,
+                            *bytes,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     }
                     read_words(tv.mem, byte as usize, *bytes, &mut tmp[..nw]);
                     for (i, &v) in tmp[..nw].iter().enumerate() {
@@ -620,7 +800,13 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                 }
             }
-            Ins::StGlobal { t, v, idx: ix, bytes, pred } => {
+            Ins::StGlobal {
+                t,
+                v,
+                idx: ix,
+                bytes,
+                pred,
+            } => {
                 let tv = &cx.tensors[*t as usize];
                 let elems = (*bytes / tv.dtype_bytes).max(1) as u64;
                 let nw = (*bytes as usize).div_ceil(4);
@@ -636,11 +822,24 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                     let r = ix.len();
                     let Some(off) = tv.offset(&idx[..r], elems) else {
-                        return Err(global_oob(k, *t, &idx[..r], tv, elems, site(w, cx, Some(l as u32))));
+                        return Err(global_oob(
+                            k,
+                            *t,
+                            &idx[..r],
+                            tv,
+                            elems,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     };
                     let byte = off * tv.dtype_bytes as u64;
-                    if byte % *bytes as u64 != 0 {
-                        return Err(misaligned_global(k, *t, byte, *bytes, site(w, cx, Some(l as u32))));
+                    if !byte.is_multiple_of(*bytes as u64) {
+                        return Err(misaligned_global(
+                            k,
+                            *t,
+                            byte,
+                            *bytes,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     }
                     for (i, x) in tmp[..nw].iter_mut().enumerate() {
                         *x = w.regs[(*v as usize + i) * 32 + l];
@@ -648,7 +847,12 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     write_words(tv.mem, byte as usize, *bytes, &tmp[..nw]);
                 }
             }
-            &Ins::LdShared { buf, d, idx: ix, bytes } => {
+            &Ins::LdShared {
+                sb,
+                d,
+                idx: ix,
+                bytes,
+            } => {
                 let nw = (bytes as usize).div_ceil(4);
                 let cta = &cx.ctas[w.rank as usize];
                 let mut m = active;
@@ -656,9 +860,19 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
                     let i = rd_idx(&w.regs, ix, l);
-                    let byte = match shared_byte(prog, buf, i, bytes) {
+                    let byte = match shared_byte(sb, i, bytes) {
                         Ok(b) => b,
-                        Err(e) => return Err(shared_fault(k, prog, buf, w.rank, i, bytes, e, site(w, cx, Some(l as u32)))),
+                        Err(e) => {
+                            return Err(shared_fault(
+                                k,
+                                sb,
+                                w.rank,
+                                i,
+                                bytes,
+                                e,
+                                site(w, cx, Some(l as u32)),
+                            ));
+                        }
                     };
                     smem_read(&cta.smem, byte, bytes, &mut tmp);
                     for (j, &v) in tmp[..nw].iter().enumerate() {
@@ -666,16 +880,31 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                 }
             }
-            &Ins::StShared { buf, v, idx: ix, bytes } => {
+            &Ins::StShared {
+                sb,
+                v,
+                idx: ix,
+                bytes,
+            } => {
                 let nw = (bytes as usize).div_ceil(4);
                 let mut m = active;
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
                     let i = rd_idx(&w.regs, ix, l);
-                    let byte = match shared_byte(prog, buf, i, bytes) {
+                    let byte = match shared_byte(sb, i, bytes) {
                         Ok(b) => b,
-                        Err(e) => return Err(shared_fault(k, prog, buf, w.rank, i, bytes, e, site(w, cx, Some(l as u32)))),
+                        Err(e) => {
+                            return Err(shared_fault(
+                                k,
+                                sb,
+                                w.rank,
+                                i,
+                                bytes,
+                                e,
+                                site(w, cx, Some(l as u32)),
+                            ));
+                        }
                     };
                     for (j, x) in tmp[..nw].iter_mut().enumerate() {
                         *x = w.regs[(v as usize + j) * 32 + l];
@@ -683,7 +912,13 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     smem_write(&mut cx.ctas[w.rank as usize].smem, byte, bytes, &tmp);
                 }
             }
-            &Ins::Shfl { mode, d, v, l: src, words } => {
+            &Ins::Shfl {
+                mode,
+                d,
+                v,
+                l: src,
+                words,
+            } => {
                 let sv = lanes(regs, src);
                 let from: [usize; 32] = std::array::from_fn(|l| match mode {
                     ShflMode::Bfly => (l as u32 ^ (sv[l] & 31)) as usize,
@@ -701,10 +936,15 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                 (0..32).for_each(|l| o[l] = (l == first) as u32);
             }
             &Ins::Mma { d, a, b, c } => {
-                let am: [[u32; 4]; 32] = std::array::from_fn(|l| std::array::from_fn(|i| regs[(a as usize + i) * 32 + l]));
-                let bm: [[u32; 2]; 32] = std::array::from_fn(|l| std::array::from_fn(|i| regs[(b as usize + i) * 32 + l]));
-                let cm: [[f32; 4]; 32] =
-                    std::array::from_fn(|l| std::array::from_fn(|i| f(regs[(c as usize + i) * 32 + l])));
+                let am: [[u32; 4]; 32] = std::array::from_fn(|l| {
+                    std::array::from_fn(|i| regs[(a as usize + i) * 32 + l])
+                });
+                let bm: [[u32; 2]; 32] = std::array::from_fn(|l| {
+                    std::array::from_fn(|i| regs[(b as usize + i) * 32 + l])
+                });
+                let cm: [[f32; 4]; 32] = std::array::from_fn(|l| {
+                    std::array::from_fn(|i| f(regs[(c as usize + i) * 32 + l]))
+                });
                 let dm = mma_m16n8k16(&am, &bm, &cm);
                 for (l, r) in dm.iter().enumerate() {
                     for (i, x) in r.iter().enumerate() {
@@ -714,7 +954,21 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
             }
             &Ins::MbarInit { bar } => {
                 let count = k.barriers[kda_ir::Barrier::from_u32(bar)].arrivals;
-                cx.ctas[w.rank as usize].mbar[bar as usize].init(count);
+                let mb = &mut cx.ctas[w.rank as usize].mbar[bar as usize];
+                if mb.init && (mb.phase > 0 || mb.pending != mb.count || mb.tx != 0) {
+                    let msg = format!(
+                        "mbarrier.init on mbarrier `{}` of CTA rank {} while it is in use (phase {}, {} of {} arrivals, \
+                         {} tx bytes pending)",
+                        bar_name(k, bar),
+                        w.rank,
+                        mb.phase,
+                        mb.count - mb.pending,
+                        mb.count,
+                        mb.tx
+                    );
+                    return Err(misuse(w, cx, None, msg));
+                }
+                mb.init(count);
             }
             &Ins::MbarArrive { bar, tx } => {
                 let mut m = active;
@@ -737,7 +991,11 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                         }
                         Ok(_) => {}
                         Err(MbarFault::Uninit) => {
-                            let msg = format!("arrive on mbarrier `{}` of CTA rank {} before it is initialised", bar_name(k, bar), w.rank);
+                            let msg = format!(
+                                "arrive on mbarrier `{}` of CTA rank {} before it is initialised",
+                                bar_name(k, bar),
+                                w.rank
+                            );
                             return Err(misuse(w, cx, Some(l), msg));
                         }
                         Err(_) => {
@@ -772,7 +1030,8 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
             Ins::PdlWait => w.pdl_waited = true,
             Ins::ClusterArrive => {
                 if w.cl_mask & active != 0 {
-                    let msg = "barrier.cluster.arrive again before barrier.cluster.wait".to_string();
+                    let msg =
+                        "barrier.cluster.arrive again before barrier.cluster.wait".to_string();
                     return Err(misuse(w, cx, None, msg));
                 }
                 w.cl_mask |= active;
@@ -782,7 +1041,8 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
             }
             Ins::ClusterWait => {
                 if active & !w.cl_mask != 0 {
-                    let msg = "barrier.cluster.wait without a preceding barrier.cluster.arrive".to_string();
+                    let msg = "barrier.cluster.wait without a preceding barrier.cluster.arrive"
+                        .to_string();
                     return Err(misuse(w, cx, None, msg));
                 }
                 if cx.cbar.phase <= w.cl_phase {
@@ -817,7 +1077,14 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                 }
             }
-            &Ins::StAsync { buf, bar, idx: ix, v, cta: peer, bytes } => {
+            &Ins::StAsync {
+                sb,
+                bar,
+                idx: ix,
+                v,
+                cta: peer,
+                bytes,
+            } => {
                 let nw = (bytes as usize).div_ceil(4);
                 let declared = k.barriers[kda_ir::Barrier::from_u32(bar)].tx_bytes;
                 // Barriers this instruction completed a phase of: (rank, phase bytes).
@@ -829,13 +1096,27 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     m &= m - 1;
                     let r = rd_idx(&w.regs, peer, l);
                     if r < 0 || r >= nctas as i64 {
-                        return Err(SimError::BadPeer { rank: r, cluster: nctas, site: Box::new(site(w, cx, Some(l as u32))) });
+                        return Err(SimError::BadPeer {
+                            rank: r,
+                            cluster: nctas,
+                            site: Box::new(site(w, cx, Some(l as u32))),
+                        });
                     }
                     let r = r as u32;
                     let i = rd_idx(&w.regs, ix, l);
-                    let byte = match shared_byte(prog, buf, i, bytes) {
+                    let byte = match shared_byte(sb, i, bytes) {
                         Ok(b) => b,
-                        Err(e) => return Err(shared_fault(k, prog, buf, r, i, bytes, e, site(w, cx, Some(l as u32)))),
+                        Err(e) => {
+                            return Err(shared_fault(
+                                k,
+                                sb,
+                                r,
+                                i,
+                                bytes,
+                                e,
+                                site(w, cx, Some(l as u32)),
+                            ));
+                        }
                     };
                     for (j, x) in tmp[..nw].iter_mut().enumerate() {
                         *x = w.regs[(v as usize + j) * 32 + l];
@@ -844,7 +1125,15 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     if let Some(&(_, done)) = completed[..ncompleted].iter().find(|c| c.0 == r) {
                         let rest = peers_to(&w.regs, peer, m | 1 << l, r) as u64 * bytes as u64;
                         let phase = cx.ctas[r as usize].mbar[bar as usize].phase - 1;
-                        return Err(tx_overflow(k, bar, r, phase, done, done + rest, site(w, cx, Some(l as u32))));
+                        return Err(tx_overflow(
+                            k,
+                            bar,
+                            r,
+                            phase,
+                            done,
+                            done + rest,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     }
                     let mb = &mut cx.ctas[r as usize].mbar[bar as usize];
                     mb.last_sender = Some((w.pc, w.rank, w.warp, l as u32));
@@ -857,9 +1146,21 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                             }
                         }
                         Ok(false) => {}
-                        Err(MbarFault::Tx { phase, expected, arrived }) => {
+                        Err(MbarFault::Tx {
+                            phase,
+                            expected,
+                            arrived,
+                        }) => {
                             let rest = peers_to(&w.regs, peer, m, r) as u64 * bytes as u64;
-                            return Err(tx_overflow(k, bar, r, phase, expected, arrived + rest, site(w, cx, Some(l as u32))));
+                            return Err(tx_overflow(
+                                k,
+                                bar,
+                                r,
+                                phase,
+                                expected,
+                                arrived + rest,
+                                site(w, cx, Some(l as u32)),
+                            ));
                         }
                         Err(_) => {
                             let msg = format!(
@@ -872,7 +1173,7 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                 }
             }
-            Ins::CpAsync { buf, t, sidx, gidx } => {
+            Ins::CpAsync { sb, t, sidx, gidx } => {
                 if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
                     return Err(produced_early(k, *t, site(w, cx, None)));
                 }
@@ -887,22 +1188,52 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     }
                     let r = gidx.len();
                     let Some(off) = tv.offset(&idx[..r], elems) else {
-                        return Err(global_oob(k, *t, &idx[..r], tv, elems, site(w, cx, Some(l as u32))));
+                        return Err(global_oob(
+                            k,
+                            *t,
+                            &idx[..r],
+                            tv,
+                            elems,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     };
                     let gbyte = off * tv.dtype_bytes as u64;
-                    if gbyte % 16 != 0 {
-                        return Err(misaligned_global(k, *t, gbyte, 16, site(w, cx, Some(l as u32))));
+                    if !gbyte.is_multiple_of(16) {
+                        return Err(misaligned_global(
+                            k,
+                            *t,
+                            gbyte,
+                            16,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     }
                     let i = rd_idx(&w.regs, *sidx, l);
-                    let byte = match shared_byte(prog, *buf, i, 16) {
+                    let byte = match shared_byte(*sb, i, 16) {
                         Ok(b) => b,
-                        Err(e) => return Err(shared_fault(k, prog, *buf, w.rank, i, 16, e, site(w, cx, Some(l as u32)))),
+                        Err(e) => {
+                            return Err(shared_fault(
+                                k,
+                                *sb,
+                                w.rank,
+                                i,
+                                16,
+                                e,
+                                site(w, cx, Some(l as u32)),
+                            ));
+                        }
                     };
                     read_words(tv.mem, gbyte as usize, 16, &mut tmp);
                     smem_write(&mut cx.ctas[w.rank as usize].smem, byte, 16, &tmp);
                 }
             }
-            Ins::Bulk { buf, t, bar, bytes, sidx, gidx } => {
+            Ins::Bulk {
+                sb,
+                t,
+                bar,
+                bytes,
+                sidx,
+                gidx,
+            } => {
                 if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
                     return Err(produced_early(k, *t, site(w, cx, None)));
                 }
@@ -918,17 +1249,38 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     let r = gidx.len();
                     let elems = (*bytes / tv.dtype_bytes) as u64;
                     let Some(off) = tv.bulk_offset(&idx[..r], *bytes as u64) else {
-                        return Err(global_oob(k, *t, &idx[..r], tv, elems, site(w, cx, Some(l as u32))));
+                        return Err(global_oob(
+                            k,
+                            *t,
+                            &idx[..r],
+                            tv,
+                            elems,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     };
                     let gbyte = off * tv.dtype_bytes as u64;
-                    if gbyte % 16 != 0 {
-                        return Err(misaligned_global(k, *t, gbyte, 16, site(w, cx, Some(l as u32))));
+                    if !gbyte.is_multiple_of(16) {
+                        return Err(misaligned_global(
+                            k,
+                            *t,
+                            gbyte,
+                            16,
+                            site(w, cx, Some(l as u32)),
+                        ));
                     }
                     let i = rd_idx(&w.regs, *sidx, l);
-                    let byte = match shared_byte(prog, *buf, i, *bytes) {
+                    let byte = match shared_byte(*sb, i, *bytes) {
                         Ok(b) => b,
                         Err(e) => {
-                            return Err(shared_fault(k, prog, *buf, w.rank, i, *bytes, e, site(w, cx, Some(l as u32))));
+                            return Err(shared_fault(
+                                k,
+                                *sb,
+                                w.rank,
+                                i,
+                                *bytes,
+                                e,
+                                site(w, cx, Some(l as u32)),
+                            ));
                         }
                     };
                     let smem = &mut cx.ctas[w.rank as usize].smem;
@@ -940,8 +1292,20 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     mb.last_sender = Some((w.pc, w.rank, w.warp, l as u32));
                     match mb.complete_tx(*bytes, declared) {
                         Ok(_) => {}
-                        Err(MbarFault::Tx { phase, expected, arrived }) => {
-                            return Err(tx_overflow(k, *bar, w.rank, phase, expected, arrived, site(w, cx, Some(l as u32))));
+                        Err(MbarFault::Tx {
+                            phase,
+                            expected,
+                            arrived,
+                        }) => {
+                            return Err(tx_overflow(
+                                k,
+                                *bar,
+                                w.rank,
+                                phase,
+                                expected,
+                                arrived,
+                                site(w, cx, Some(l as u32)),
+                            ));
                         }
                         Err(_) => {
                             let msg = format!(
@@ -957,7 +1321,10 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
             &Ins::IfBegin { c, else_pc } => {
                 let cm = lane_mask(regs, c);
                 let (t, e) = (active & cm, active & !cm);
-                w.stack.push(Frame { saved: active, other: e });
+                w.stack.push(Frame {
+                    saved: active,
+                    other: e,
+                });
                 if t != 0 {
                     w.active = t;
                 } else {
@@ -977,14 +1344,34 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
             }
             Ins::Move { copies } => do_copies(regs, &mut w.scratch, copies, active),
             Ins::PopMask => w.active = w.stack.pop().expect("mask frame").saved,
-            &Ins::ForInit { ty, iv, lo, ref copies } => {
-                w.stack.push(Frame { saved: active, other: 0 });
-                let words = if matches!(ty, Num::I32 | Num::U32) { 1 } else { 2 };
-                let c = Copies { moves: Box::new([(iv, lo, words)]), parallel: false };
+            &Ins::ForInit {
+                ty,
+                iv,
+                lo,
+                ref copies,
+            } => {
+                w.stack.push(Frame {
+                    saved: active,
+                    other: 0,
+                });
+                let words = if matches!(ty, Num::I32 | Num::U32) {
+                    1
+                } else {
+                    2
+                };
+                let c = Copies {
+                    moves: Box::new([(iv, lo, words)]),
+                    parallel: false,
+                };
                 do_copies(regs, &mut w.scratch, &c, active);
                 do_copies(regs, &mut w.scratch, copies, active);
             }
-            &Ins::ForHead { ty, iv, hi, exit_pc } => {
+            &Ins::ForHead {
+                ty,
+                iv,
+                hi,
+                exit_pc,
+            } => {
                 let m = active & below(regs, ty, iv, hi);
                 w.active = m;
                 if m == 0 {
@@ -993,7 +1380,13 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                     continue;
                 }
             }
-            &Ins::ForNext { ty, iv, step, ref copies, head_pc } => {
+            &Ins::ForNext {
+                ty,
+                iv,
+                step,
+                ref copies,
+                head_pc,
+            } => {
                 do_copies(regs, &mut w.scratch, copies, active);
                 iv_step(regs, ty, iv, step, active);
                 w.pc = head_pc;
@@ -1006,10 +1399,18 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                 do_copies(&mut w.regs, &mut w.scratch, copies, saved);
             }
             Ins::WhileInit { copies } => {
-                w.stack.push(Frame { saved: active, other: 0 });
+                w.stack.push(Frame {
+                    saved: active,
+                    other: 0,
+                });
                 do_copies(regs, &mut w.scratch, copies, active);
             }
-            &Ins::WhileCond { c, ref to_body, ref to_res, exit_pc } => {
+            &Ins::WhileCond {
+                c,
+                ref to_body,
+                ref to_res,
+                exit_pc,
+            } => {
                 let cm = lane_mask(regs, c);
                 let (stay, leave) = (active & cm, active & !cm);
                 if leave != 0 {
@@ -1023,14 +1424,20 @@ pub(crate) fn run(prog: &Program, w: &mut Warp, cx: &mut Cluster<'_>, budget: u6
                 }
                 do_copies(&mut w.regs, &mut w.scratch, to_body, stay);
             }
-            &Ins::WhileNext { ref copies, head_pc } => {
+            &Ins::WhileNext {
+                ref copies,
+                head_pc,
+            } => {
                 do_copies(regs, &mut w.scratch, copies, active);
                 w.pc = head_pc;
                 executed += 1;
                 continue;
             }
             &Ins::RoleBegin { ref masks, end_pc } => {
-                w.stack.push(Frame { saved: active, other: 0 });
+                w.stack.push(Frame {
+                    saved: active,
+                    other: 0,
+                });
                 let m = active & masks[w.warp as usize];
                 w.active = m;
                 if m == 0 {
@@ -1092,34 +1499,31 @@ enum SharedFault {
     Align,
 }
 
-/// Byte offset in the CTA's shared memory of element `i` of buffer `buf`.
-#[inline]
-fn shared_byte(prog: &Program, buf: u32, i: i64, bytes: u32) -> Result<usize, SharedFault> {
-    let b = buf as usize;
-    let eb = prog.layout.elem_bytes[b] as i64;
-    if i < 0 || i * eb + bytes as i64 > prog.layout.sizes[b] as i64 {
+/// Byte offset in the CTA's shared memory of element `i` of a buffer.
+#[inline(always)]
+fn shared_byte(sb: ShBuf, i: i64, bytes: u32) -> Result<usize, SharedFault> {
+    let off = i.wrapping_mul(sb.eb as i64);
+    if i < 0 || off + bytes as i64 > sb.size as i64 {
         return Err(SharedFault::Bounds);
     }
-    let byte = prog.layout.buffers[b] as usize + (i * eb) as usize;
-    if byte % (bytes.min(16) as usize) != 0 {
+    let byte = sb.base as usize + off as usize;
+    if !byte.is_multiple_of(bytes.min(16) as usize) {
         return Err(SharedFault::Align);
     }
     Ok(byte)
 }
 
 #[cold]
-#[allow(clippy::too_many_arguments)]
 fn shared_fault(
     k: &kda_ir::Kernel,
-    prog: &Program,
-    buf: u32,
+    sb: ShBuf,
     rank: u32,
     i: i64,
     bytes: u32,
     e: SharedFault,
     site: Site,
 ) -> SimError {
-    let decl = &k.buffers[kda_ir::Buffer::from_u32(buf)];
+    let decl = &k.buffers[kda_ir::Buffer::from_u32(sb.buf)];
     match e {
         SharedFault::Bounds => SimError::OutOfBounds(Box::new(OutOfBounds {
             space: Space::Shared { rank },
@@ -1132,7 +1536,7 @@ fn shared_fault(
         SharedFault::Align => SimError::Misaligned(Box::new(Misaligned {
             space: Space::Shared { rank },
             name: decl.name.clone(),
-            byte_offset: prog.layout.buffers[buf as usize] as u64 + (i * decl.elem.bytes() as i64) as u64,
+            byte_offset: sb.base as u64 + (i * sb.eb as i64) as u64,
             align: bytes.min(16),
             site,
         })),
@@ -1140,7 +1544,14 @@ fn shared_fault(
 }
 
 #[cold]
-fn global_oob(k: &kda_ir::Kernel, t: u32, idx: &[i64], tv: &TensorView<'_>, elems: u64, site: Site) -> SimError {
+fn global_oob(
+    k: &kda_ir::Kernel,
+    t: u32,
+    idx: &[i64],
+    tv: &TensorView<'_>,
+    elems: u64,
+    site: Site,
+) -> SimError {
     SimError::OutOfBounds(Box::new(OutOfBounds {
         space: Space::Global,
         name: k.tensors[kda_ir::Tensor::from_u32(t)].name.clone(),
@@ -1164,11 +1575,22 @@ fn misaligned_global(k: &kda_ir::Kernel, t: u32, byte: u64, align: u32, site: Si
 
 #[cold]
 fn produced_early(k: &kda_ir::Kernel, t: u32, site: Site) -> SimError {
-    SimError::ProducedBeforeWait { tensor: k.tensors[kda_ir::Tensor::from_u32(t)].name.clone(), site: Box::new(site) }
+    SimError::ProducedBeforeWait {
+        tensor: k.tensors[kda_ir::Tensor::from_u32(t)].name.clone(),
+        site: Box::new(site),
+    }
 }
 
 #[cold]
-fn tx_overflow(k: &kda_ir::Kernel, bar: u32, rank: u32, phase: u32, expected: u64, arrived: u64, site: Site) -> SimError {
+fn tx_overflow(
+    k: &kda_ir::Kernel,
+    bar: u32,
+    rank: u32,
+    phase: u32,
+    expected: u64,
+    arrived: u64,
+    site: Site,
+) -> SimError {
     SimError::TxOverflow(Box::new(TxOverflow {
         barrier: bar_name(k, bar).to_string(),
         rank,
@@ -1177,4 +1599,57 @@ fn tx_overflow(k: &kda_ir::Kernel, bar: u32, rank: u32, phase: u32, expected: u6
         arrived,
         site,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::numeric::words;
+
+    /// The scalar fast paths agree with the generic converter.
+    #[test]
+    fn cvt_fast_paths_match_convert() {
+        use Scalar::*;
+        let samples: [u64; 12] = [
+            0,
+            1,
+            0x7fff_ffff,
+            0x8000_0000,
+            0xffff_ffff,
+            0xdead_beef,
+            (-2.75f32).to_bits() as u64,
+            f32::NAN.to_bits() as u64,
+            3.0e9f32.to_bits() as u64,
+            (-3.0e9f32).to_bits() as u64,
+            0x1_2345_6789,
+            0xffff_ffff_8000_0000,
+        ];
+        let all = [Bool, I32, U32, I64, U64, F32, BF16];
+        for from in all {
+            for to in all {
+                let mut regs = vec![0u32; 8 * 32];
+                for (l, &v) in samples.iter().enumerate() {
+                    let v = match from {
+                        Bool => v & 1,
+                        BF16 => v & 0xffff,
+                        I64 | U64 => v,
+                        _ => v & 0xffff_ffff,
+                    };
+                    set_elem(&mut regs, 0, from, 0, l, v);
+                }
+                if cvt_fast(&mut regs, from, to, 4, 0).is_none() {
+                    continue;
+                }
+                for (l, _) in samples.iter().enumerate() {
+                    let x = get_elem(&regs, 0, from, 0, l);
+                    let want = convert(from, to, x);
+                    let mut got = get_elem(&regs, 4, to, 0, l);
+                    if words(to, 1) == 1 && to != BF16 {
+                        got &= 0xffff_ffff;
+                    }
+                    assert_eq!(got, want, "{from} -> {to} of {x:#x}");
+                }
+            }
+        }
+    }
 }

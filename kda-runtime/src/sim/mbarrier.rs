@@ -45,14 +45,23 @@ pub(crate) enum MbarFault {
     /// More arrivals than the count in one phase.
     Arrivals,
     /// Bytes beyond what the phase can expect: (phase, expected, arrived).
-    Tx { phase: u32, expected: u64, arrived: u64 },
+    Tx {
+        phase: u32,
+        expected: u64,
+        arrived: u64,
+    },
     /// Bytes sent to a barrier not initialised yet.
     Uninit,
 }
 
 impl Mbar {
     pub fn init(&mut self, count: u32) {
-        *self = Mbar { init: true, count, pending: count, ..Mbar::default() };
+        *self = Mbar {
+            init: true,
+            count,
+            pending: count,
+            ..Mbar::default()
+        };
     }
 
     /// Complete the phase if nothing is pending; returns whether it did.
@@ -92,7 +101,11 @@ impl Mbar {
         let limit = self.expected.max(declared as u64);
         let all_arrived = self.pending == 0;
         if (all_arrived && b as i64 > self.tx) || (declared > 0 && self.delivered + b > limit) {
-            return Err(MbarFault::Tx { phase: self.phase, expected: limit, arrived: self.delivered + b });
+            return Err(MbarFault::Tx {
+                phase: self.phase,
+                expected: limit,
+                arrived: self.delivered + b,
+            });
         }
         self.tx -= b as i64;
         self.delivered += b;

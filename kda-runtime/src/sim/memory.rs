@@ -35,12 +35,18 @@ impl SimBuffer {
                 AtomicU32::new(u32::from_le_bytes(w))
             })
             .collect();
-        SimBuffer { words, len: bytes.len() }
+        SimBuffer {
+            words,
+            len: bytes.len(),
+        }
     }
 
     /// A buffer of `len` zero bytes.
     pub fn zeroed(len: usize) -> SimBuffer {
-        SimBuffer { words: (0..len.div_ceil(4)).map(|_| AtomicU32::new(0)).collect(), len }
+        SimBuffer {
+            words: (0..len.div_ceil(4)).map(|_| AtomicU32::new(0)).collect(),
+            len,
+        }
     }
 
     /// Size in bytes.
@@ -64,7 +70,11 @@ impl SimBuffer {
 
     /// Overwrite the bytes from `bytes` (same length).
     pub fn write_bytes(&self, bytes: &[u8]) {
-        assert_eq!(bytes.len(), self.len, "SimBuffer::write_bytes: length mismatch");
+        assert_eq!(
+            bytes.len(),
+            self.len,
+            "SimBuffer::write_bytes: length mismatch"
+        );
         for (w, c) in self.words.iter().zip(bytes.chunks(4)) {
             let mut b = [0u8; 4];
             b[..c.len()].copy_from_slice(c);
@@ -83,7 +93,11 @@ impl SimBuffer {
 pub(crate) fn read_words(mem: &[AtomicU32], byte_off: usize, bytes: u32, out: &mut [u32]) {
     if bytes == 2 {
         let w = mem[byte_off / 4].load(Relaxed);
-        out[0] = if byte_off & 2 == 0 { w & 0xffff } else { w >> 16 };
+        out[0] = if byte_off & 2 == 0 {
+            w & 0xffff
+        } else {
+            w >> 16
+        };
     } else {
         let base = byte_off / 4;
         for (i, o) in out.iter_mut().enumerate() {
@@ -136,8 +150,18 @@ impl<'a> TensorView<'a> {
             }
             last += (n - 1).max(0) * s;
         }
-        let span_bytes = if empty { 0 } else { (last as u64 + 1) * d.dtype.bytes() as u64 };
-        TensorView { mem: buf.words(), dtype_bytes: d.dtype.bytes(), shape, strides, span_bytes }
+        let span_bytes = if empty {
+            0
+        } else {
+            (last as u64 + 1) * d.dtype.bytes() as u64
+        };
+        TensorView {
+            mem: buf.words(),
+            dtype_bytes: d.dtype.bytes(),
+            shape,
+            strides,
+            span_bytes,
+        }
     }
 
     /// The element offset of `idx` for an access covering `elems` elements
@@ -208,6 +232,12 @@ impl SharedLayout {
             barriers.push(off);
             off += 8;
         }
-        SharedLayout { buffers, sizes, elem_bytes, barriers, bytes: off.div_ceil(16) * 16 }
+        SharedLayout {
+            buffers,
+            sizes,
+            elem_bytes,
+            barriers,
+            bytes: off.div_ceil(16) * 16,
+        }
     }
 }

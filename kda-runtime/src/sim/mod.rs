@@ -6,12 +6,12 @@
 //! phases with arrival counts and transaction bytes, the cluster barrier,
 //! named barriers, warp shuffles, `elect`, `mma.sync` and async copies.
 //!
-//! * [`decode`]: the kernel becomes a flat program with register slots;
-//! * [`exec`]: the SIMT interpreter of one warp;
-//! * [`sched`]: warp interleaving in a cluster (deterministic or seeded
+//! * `decode`: the kernel becomes a flat program with register slots;
+//! * `exec`: the SIMT interpreter of one warp;
+//! * `sched`: warp interleaving in a cluster (deterministic or seeded
 //!   random) and deadlock detection;
-//! * [`mbarrier`]: barrier semantics; [`memory`]: global and shared memory;
-//!   [`numeric`]: f32 / bf16 / mma numerics; [`report`]: [`SimError`].
+//! * `mbarrier`: barrier semantics; `memory`: global and shared memory;
+//!   `numeric`: f32 / bf16 / mma numerics; `report`: [`SimError`].
 //!
 //! Clusters are independent and run in parallel on host threads. Launches
 //! run synchronously (`launch` returns when the kernel has finished), so PDL
@@ -39,7 +39,8 @@ use crate::launch::{Device, LaunchConfig, ScalarArg, check_launch};
 
 pub use memory::SimBuffer;
 pub use report::{
-    BarrierMisuse, BlockedWarp, Deadlock, Misaligned, OutOfBounds, SimError, Site, Space, TxOverflow, WaitOn,
+    BarrierMisuse, BlockedWarp, Deadlock, Misaligned, OutOfBounds, SimError, Site, Space,
+    TxOverflow, WaitOn,
 };
 
 /// How the simulator runs.
@@ -56,16 +57,28 @@ pub struct SimOptions {
     /// Warp-instructions one cluster may execute before it is stopped as an
     /// endless loop.
     pub max_steps: u64,
-    /// Run the IR verifier (and the scheduling pipeline) in `load`. Tests of
-    /// broken kernels the verifier would reject turn it off.
+    /// In `load`, run the compile pipeline's verifier and scheduling passes
+    /// (`kda_ir::pipeline::schedule`) and simulate the scheduled kernel, as
+    /// the GPU runs it. Off: simulate the kernel as given, unverified (to see
+    /// how a kernel the verifier rejects fails).
     pub verify: bool,
+    /// Options of the scheduling pipeline (passes to skip, dumps).
+    pub pipeline: kda_ir::pipeline::Options,
     /// Report reads of `produced` tensors before `griddepcontrol.wait` in PDL launches.
     pub check_pdl: bool,
 }
 
 impl Default for SimOptions {
     fn default() -> SimOptions {
-        SimOptions { seed: None, max_slice: 16, threads: 0, max_steps: 1 << 32, verify: true, check_pdl: true }
+        SimOptions {
+            seed: None,
+            max_slice: 16,
+            threads: 0,
+            max_steps: 1 << 32,
+            verify: true,
+            pipeline: kda_ir::pipeline::Options::default(),
+            check_pdl: true,
+        }
     }
 }
 
@@ -140,7 +153,10 @@ impl SimDevice {
     }
 
     pub fn with_options(opts: SimOptions) -> SimDevice {
-        SimDevice { opts, last: Mutex::default() }
+        SimDevice {
+            opts,
+            last: Mutex::default(),
+        }
     }
 
     pub fn options(&self) -> &SimOptions {
@@ -155,12 +171,19 @@ impl SimDevice {
     /// Decode a kernel without verifying it (to run kernels the verifier
     /// rejects, e.g. to see how they fail).
     pub fn load_unverified(&self, kernel: &Kernel) -> Result<SimModule, RuntimeError> {
-        Ok(SimModule { prog: Arc::new(decode::decode(kernel)?) })
+        Ok(SimModule {
+            prog: Arc::new(decode::decode(kernel)?),
+        })
     }
 
     /// Launch, wait for the kernel and return the launch's counters. A
     /// simulator failure is `RuntimeError::Sim` holding the [`SimError`].
-    pub fn run(&self, module: &SimModule, cfg: &LaunchConfig, tensors: &[&SimBuffer]) -> Result<SimStats, RuntimeError> {
+    pub fn run(
+        &self,
+        module: &SimModule,
+        cfg: &LaunchConfig,
+        tensors: &[&SimBuffer],
+    ) -> Result<SimStats, RuntimeError> {
         let prog = &*module.prog;
         let k = &prog.kernel;
         let sizes: Vec<usize> = tensors.iter().map(|b| b.len()).collect();
@@ -200,7 +223,9 @@ impl SimDevice {
             (0..c).map(|r| [cx * c + r, y, z]).collect()
         };
         let threads = match self.opts.threads {
-            0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            0 => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             n => n,
         }
         .min(clusters as usize)
@@ -241,7 +266,11 @@ impl SimDevice {
         if let Some((_, e)) = errors.into_iter().next() {
             return Err(e.into());
         }
-        let stats = SimStats { clusters, warp_instructions: total.into_inner(), wall: start.elapsed() };
+        let stats = SimStats {
+            clusters,
+            warp_instructions: total.into_inner(),
+            wall: start.elapsed(),
+        };
         if let Ok(mut l) = self.last.lock() {
             *l = stats.clone();
         }
@@ -268,16 +297,27 @@ impl Device for SimDevice {
         Ok(buf.to_bytes())
     }
 
-    /// Verify (unless `SimOptions::verify` is off) and decode the kernel.
+    /// Verify and schedule the kernel with the compile pipeline (unless
+    /// `SimOptions::verify` is off), then decode it.
     fn load(&self, kernel: &Kernel) -> Result<SimModule, RuntimeError> {
-        if self.opts.verify {
-            kda_ir::verifier::verify(kernel)
-                .map_err(|e| RuntimeError::Build { kernel: kernel.name.clone(), msg: e.to_string() })?;
+        if !self.opts.verify {
+            return self.load_unverified(kernel);
         }
-        self.load_unverified(kernel)
+        let scheduled = kda_ir::pipeline::schedule(kernel, &self.opts.pipeline).map_err(|e| {
+            RuntimeError::Build {
+                kernel: kernel.name.clone(),
+                msg: e.to_string(),
+            }
+        })?;
+        self.load_unverified(&scheduled)
     }
 
-    fn launch(&self, module: &SimModule, cfg: &LaunchConfig, tensors: &[&SimBuffer]) -> Result<(), RuntimeError> {
+    fn launch(
+        &self,
+        module: &SimModule,
+        cfg: &LaunchConfig,
+        tensors: &[&SimBuffer],
+    ) -> Result<(), RuntimeError> {
         self.run(module, cfg, tensors).map(|_| ())
     }
 

@@ -6,11 +6,13 @@
 //! * bf16 values are converted with round-to-nearest-even (`half`); bf16
 //!   arithmetic computes in f32 and rounds once to bf16 (exact for add, sub,
 //!   mul, div and sqrt because f32 has more than 2·8+2 significand bits).
-//! * Fast-math ops (`ex2.approx`, `rsqrt.approx`, `rcp.approx`, fast sigmoid)
-//!   return the *precise* f32 result: `exp` is `f32::exp`, `rsqrt` is
+//! * Fast-math ops (`ex2.approx.ftz`, `rsqrt.approx`, `rcp.approx.ftz`, fast
+//!   sigmoid) return the *precise* f32 result of their input with subnormal
+//!   inputs and results flushed to zero: `exp` is `f32::exp`, `rsqrt` is
 //!   `1 / sqrt(x)`, sigmoid is `1 / (1 + exp(-x))`. The GPU's approximations
 //!   differ by a few ulp; comparisons against hardware use tolerances.
-//! * Float compares are ordered (`setp.ne` is false when either side is NaN).
+//! * Float compares are ordered except `ne`, which holds when either side is
+//!   NaN (as in Rust).
 //! * Float-to-int conversion truncates and saturates (`cvt.rzi`), NaN gives 0;
 //!   int-to-float rounds to nearest even (`cvt.rn`).
 //! * Integer division by zero gives all ones and remainder by zero the
@@ -25,7 +27,11 @@ use kda_ir::Scalar;
 
 #[inline]
 pub(crate) fn ftz(x: f32) -> f32 {
-    if x.is_subnormal() { f32::copysign(0.0, x) } else { x }
+    if x.is_subnormal() {
+        f32::copysign(0.0, x)
+    } else {
+        x
+    }
 }
 
 #[inline]
@@ -56,7 +62,11 @@ pub(crate) fn get_elem(regs: &[u32], slot: u32, elem: Scalar, e: u32, lane: usiz
     match elem {
         Scalar::BF16 => {
             let w = at(e / 2);
-            (if e % 2 == 0 { w & 0xffff } else { w >> 16 }) as u64
+            (if e.is_multiple_of(2) {
+                w & 0xffff
+            } else {
+                w >> 16
+            }) as u64
         }
         Scalar::I64 | Scalar::U64 => at(2 * e) as u64 | (at(2 * e + 1) as u64) << 32,
         _ => at(e) as u64,
@@ -71,7 +81,11 @@ pub(crate) fn set_elem(regs: &mut [u32], slot: u32, elem: Scalar, e: u32, lane: 
         Scalar::BF16 => {
             let i = ix(e / 2);
             let b = bits as u32 & 0xffff;
-            regs[i] = if e % 2 == 0 { (regs[i] & 0xffff_0000) | b } else { (regs[i] & 0xffff) | b << 16 };
+            regs[i] = if e.is_multiple_of(2) {
+                (regs[i] & 0xffff_0000) | b
+            } else {
+                (regs[i] & 0xffff) | b << 16
+            };
         }
         Scalar::I64 | Scalar::U64 => {
             regs[ix(2 * e)] = bits as u32;
@@ -185,7 +199,11 @@ pub(crate) fn convert(from: Scalar, to: Scalar, bits: u64) -> u64 {
 ///   `c2, c3 = C[g+8][2t], C[g+8][2t+1]`.
 ///
 /// `a`, `b`, `c` give each lane's registers; the result is each lane's D.
-pub(crate) fn mma_m16n8k16(a: &[[u32; 4]; 32], b: &[[u32; 2]; 32], c: &[[f32; 4]; 32]) -> [[f32; 4]; 32] {
+pub(crate) fn mma_m16n8k16(
+    a: &[[u32; 4]; 32],
+    b: &[[u32; 2]; 32],
+    c: &[[f32; 4]; 32],
+) -> [[f32; 4]; 32] {
     let mut am = [[0f32; 16]; 16];
     let mut bm = [[0f32; 8]; 16];
     let mut cm = [[0f32; 8]; 16];
@@ -231,16 +249,31 @@ mod tests {
         // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even is 1.
         assert_eq!(bf16_to_f32(f32_to_bf16(1.0 + 1.0 / 256.0)), 1.0);
         // 1 + 3·2^-8 ties to 1 + 2^-6 (even).
-        assert_eq!(bf16_to_f32(f32_to_bf16(1.0 + 3.0 / 256.0)), 1.0 + 1.0 / 64.0);
+        assert_eq!(
+            bf16_to_f32(f32_to_bf16(1.0 + 3.0 / 256.0)),
+            1.0 + 1.0 / 64.0
+        );
     }
 
     #[test]
     fn conversions() {
-        assert_eq!(convert(Scalar::F32, Scalar::I32, (-2.7f32).to_bits() as u64) as u32 as i32, -2);
-        assert_eq!(convert(Scalar::F32, Scalar::I32, f32::NAN.to_bits() as u64), 0);
-        assert_eq!(convert(Scalar::I32, Scalar::I64, (-5i32) as u32 as u64) as i64, -5);
+        assert_eq!(
+            convert(Scalar::F32, Scalar::I32, (-2.7f32).to_bits() as u64) as u32 as i32,
+            -2
+        );
+        assert_eq!(
+            convert(Scalar::F32, Scalar::I32, f32::NAN.to_bits() as u64),
+            0
+        );
+        assert_eq!(
+            convert(Scalar::I32, Scalar::I64, (-5i32) as u32 as u64) as i64,
+            -5
+        );
         assert_eq!(convert(Scalar::U32, Scalar::I64, 0xffff_ffff), 0xffff_ffff);
-        assert_eq!(f32::from_bits(convert(Scalar::U32, Scalar::F32, 3) as u32), 3.0);
+        assert_eq!(
+            f32::from_bits(convert(Scalar::U32, Scalar::F32, 3) as u32),
+            3.0
+        );
         assert_eq!(ftz(f32::from_bits(1)), 0.0);
         assert!(ftz(-f32::from_bits(1)).is_sign_negative());
     }

@@ -29,7 +29,15 @@ pub struct Site {
 
 impl fmt::Display for Site {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` at {} (CTA {} rank {}, warp {}", self.op, self.loc, fmt_block(self.block), self.rank, self.warp)?;
+        write!(
+            f,
+            "`{}` at {} (CTA {} rank {}, warp {}",
+            self.op,
+            self.loc,
+            fmt_block(self.block),
+            self.rank,
+            self.warp
+        )?;
         if let Some(l) = self.lane {
             write!(f, ", lane {l}, thread {}", self.warp * 32 + l)?;
         }
@@ -170,7 +178,11 @@ pub enum WaitOn {
         tx_pending: i64,
     },
     /// `barrier.cluster.wait`.
-    Cluster { phase: u32, arrived: u32, expected: u32 },
+    Cluster {
+        phase: u32,
+        arrived: u32,
+        expected: u32,
+    },
     /// `bar.sync id, threads`.
     Named { id: u8, arrived: u32, expected: u32 },
 }
@@ -190,7 +202,13 @@ pub struct BlockedWarp {
 
 impl fmt::Display for BlockedWarp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CTA {} rank {} warp {}: ", fmt_block(self.block), self.rank, self.warp)?;
+        write!(
+            f,
+            "CTA {} rank {} warp {}: ",
+            fmt_block(self.block),
+            self.rank,
+            self.warp
+        )?;
         match &self.wait {
             WaitOn::Mbarrier {
                 name,
@@ -204,7 +222,10 @@ impl fmt::Display for BlockedWarp {
                 tx_arrived,
                 tx_pending,
             } => {
-                write!(f, "mbarrier.wait on `{name}` (bar{barrier}) phase {phase}: ")?;
+                write!(
+                    f,
+                    "mbarrier.wait on `{name}` (bar{barrier}) phase {phase}: "
+                )?;
                 if !initialized {
                     write!(f, "barrier never initialised")?;
                 } else {
@@ -215,13 +236,19 @@ impl fmt::Display for BlockedWarp {
                     )?;
                 }
             }
-            WaitOn::Cluster { phase, arrived, expected } => write!(
+            WaitOn::Cluster {
+                phase,
+                arrived,
+                expected,
+            } => write!(
                 f,
                 "barrier.cluster.wait (cluster barrier phase {phase}): {arrived}/{expected} threads arrived"
             )?,
-            WaitOn::Named { id, arrived, expected } => {
-                write!(f, "bar.sync {id}: {arrived}/{expected} threads arrived")?
-            }
+            WaitOn::Named {
+                id,
+                arrived,
+                expected,
+            } => write!(f, "bar.sync {id}: {arrived}/{expected} threads arrived")?,
         }
         write!(f, " at {}", self.loc)
     }
@@ -273,14 +300,26 @@ pub enum SimError {
     #[error("{0}")]
     Barrier(Box<BarrierMisuse>),
     /// A `produced` tensor was read before `griddepcontrol.wait` in a PDL launch.
-    #[error("tensor `{tensor}` is produced by the preceding launch but is read before the PDL wait, by {site}")]
+    #[error(
+        "tensor `{tensor}` is produced by the preceding launch but is read before the PDL wait, by {site}"
+    )]
     ProducedBeforeWait { tensor: String, site: Box<Site> },
     /// A DSMEM send names a CTA outside the cluster.
     #[error("st.async to CTA rank {rank} of a cluster of {cluster}, by {site}")]
-    BadPeer { rank: i64, cluster: u32, site: Box<Site> },
+    BadPeer {
+        rank: i64,
+        cluster: u32,
+        site: Box<Site>,
+    },
     /// The cluster ran more warp-instructions than `SimOptions::max_steps`.
-    #[error("cluster {cluster} of `{kernel}` exceeded {limit} warp-instructions (an endless loop?)")]
-    StepLimit { kernel: String, cluster: u32, limit: u64 },
+    #[error(
+        "cluster {cluster} of `{kernel}` exceeded {limit} warp-instructions (an endless loop?)"
+    )]
+    StepLimit {
+        kernel: String,
+        cluster: u32,
+        limit: u64,
+    },
     /// The kernel uses something the simulator cannot execute.
     #[error("the simulator cannot run `{what}` at {loc}")]
     Unsupported { what: String, loc: Loc },

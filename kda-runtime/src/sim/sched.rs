@@ -72,12 +72,21 @@ impl Runner {
                 live: 0,
             })
             .collect();
-        Runner { order: (0..warps.len()).collect(), warps, ctas }
+        Runner {
+            order: (0..warps.len()).collect(),
+            warps,
+            ctas,
+        }
     }
 
     /// Run cluster `index` whose CTAs have the given `%ctaid`s (by rank).
     /// Returns the number of warp-instructions executed.
-    pub fn run_cluster(&mut self, lx: &LaunchCtx<'_>, index: u32, blocks: &[[u32; 3]]) -> Result<u64, SimError> {
+    pub fn run_cluster(
+        &mut self,
+        lx: &LaunchCtx<'_>,
+        index: u32,
+        blocks: &[[u32; 3]],
+    ) -> Result<u64, SimError> {
         let prog = lx.prog;
         let block_threads = prog.kernel.launch.block;
         for (r, cta) in self.ctas.iter_mut().enumerate() {
@@ -93,7 +102,10 @@ impl Runner {
         }
         let mut cx = Cluster {
             ctas: std::mem::take(&mut self.ctas),
-            cbar: ClusterBar { total: block_threads * blocks.len() as u32, ..ClusterBar::default() },
+            cbar: ClusterBar {
+                total: block_threads * blocks.len() as u32,
+                ..ClusterBar::default()
+            },
             tensors: lx.tensors,
             params: lx.params,
             grid: lx.grid,
@@ -108,7 +120,9 @@ impl Runner {
     fn schedule(&mut self, lx: &LaunchCtx<'_>, cx: &mut Cluster<'_>) -> Result<u64, SimError> {
         let prog = lx.prog;
         let opts = lx.opts;
-        let mut rng = opts.seed.map(|s| Rng::new(s ^ (cx.index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03)));
+        let mut rng = opts
+            .seed
+            .map(|s| Rng::new(s ^ (cx.index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03)));
         let mut steps = 0u64;
         loop {
             let mut progress = false;
@@ -183,7 +197,11 @@ impl Runner {
                 },
                 Ins::BarSync { id, threads } => {
                     let nb = &cta.named[id as usize];
-                    WaitOn::Named { id, arrived: nb.arrived, expected: if threads == 0 { cta.live } else { threads } }
+                    WaitOn::Named {
+                        id,
+                        arrived: nb.arrived,
+                        expected: if threads == 0 { cta.live } else { threads },
+                    }
                 }
                 _ => unreachable!("a warp only blocks on a wait"),
             };
