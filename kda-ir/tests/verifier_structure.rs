@@ -156,3 +156,41 @@ fn a_value_records_its_definition() {
     });
     assert_ok(&ok);
 }
+
+#[test]
+fn tensor_shapes_name_declared_syms() {
+    let mut k = demo(2);
+    k.tensors[Tensor::new(0)].shape[0] = kda_ir::Dim::Sym(kda_ir::Sym::new(4));
+    assert_err(&k, "tensor t0 \"input\" uses sym4, which is not declared");
+}
+
+#[test]
+fn the_top_level_region_takes_no_parameters() {
+    let mut k = kernel(32, |b| b.pdl_wait());
+    let body = k.body;
+    let v = k.values.push(kda_ir::kernel::ValueData {
+        ty: Type::U32,
+        def: ValueDef::Param(body, 0),
+    });
+    k.regions[body].params.push(v);
+    assert_err(&k, "the top-level region has parameters; it takes none");
+}
+
+#[test]
+fn yield_has_no_results() {
+    let mut k = kernel(32, |b| {
+        let t = b.bool(true);
+        b.if_(t, |_| {});
+    });
+    let y = k
+        .insts
+        .keys()
+        .find(|&i| k.insts[i].op == Op::Yield)
+        .unwrap();
+    let v = k.values.push(kda_ir::kernel::ValueData {
+        ty: Type::U32,
+        def: ValueDef::Result(y, 0),
+    });
+    k.insts[y].results.push(v);
+    assert_err(&k, "`yield` has 0 results, found 1");
+}

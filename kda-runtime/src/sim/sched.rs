@@ -100,6 +100,11 @@ impl Runner {
             let rank = w.rank;
             w.reset(rank);
         }
+        // Each cluster's interleaving depends only on the seed and its index,
+        // not on the clusters this host thread ran before.
+        for (i, o) in self.order.iter_mut().enumerate() {
+            *o = i;
+        }
         let mut cx = Cluster {
             ctas: std::mem::take(&mut self.ctas),
             cbar: ClusterBar {
