@@ -31,7 +31,13 @@ impl Builder {
     pub fn new(name: impl Into<String>, launch: LaunchDecl) -> Builder {
         let k = Kernel::new(name, launch);
         let body = k.body;
-        Builder { k, cursor: vec![body], roles: vec![], phases: HashMap::new(), loc: None }
+        Builder {
+            k,
+            cursor: vec![body],
+            roles: vec![],
+            phases: HashMap::new(),
+            loc: None,
+        }
     }
 
     /// The kernel built so far.
@@ -92,13 +98,22 @@ impl Builder {
     #[track_caller]
     pub fn scalar(&mut self, name: impl Into<String>, ty: Scalar) -> ScalarParam {
         let loc = self.loc();
-        self.k.scalars.push(ScalarDecl { name: name.into(), ty, loc })
+        self.k.scalars.push(ScalarDecl {
+            name: name.into(),
+            ty,
+            loc,
+        })
     }
 
     #[track_caller]
     pub fn role(&mut self, name: impl Into<String>, first: u32, threads: u32) -> Role {
         let loc = self.loc();
-        self.k.roles.push(RoleDecl { name: name.into(), first, threads, loc })
+        self.k.roles.push(RoleDecl {
+            name: name.into(),
+            first,
+            threads,
+            loc,
+        })
     }
 
     #[track_caller]
@@ -155,11 +170,21 @@ impl Builder {
     #[track_caller]
     pub fn push(&mut self, op: Op, args: &[Value], result_tys: &[Type]) -> Vec<Value> {
         let loc = self.loc();
-        let inst = self.k.insts.push(InstData { op, args: args.to_vec(), results: vec![], loc });
+        let inst = self.k.insts.push(InstData {
+            op,
+            args: args.to_vec(),
+            results: vec![],
+            loc,
+        });
         let results: Vec<Value> = result_tys
             .iter()
             .enumerate()
-            .map(|(n, &ty)| self.k.values.push(ValueData { ty, def: ValueDef::Result(inst, n as u32) }))
+            .map(|(n, &ty)| {
+                self.k.values.push(ValueData {
+                    ty,
+                    def: ValueDef::Result(inst, n as u32),
+                })
+            })
             .collect();
         self.k.insts[inst].results = results.clone();
         let region = *self.cursor.last().expect("builder cursor is never empty");
@@ -300,7 +325,14 @@ impl Builder {
         let mut args = idx.to_vec();
         args.push(v);
         args.extend(pred);
-        self.push0(Op::StGlobal { tensor: t, policy, predicated: pred.is_some() }, &args);
+        self.push0(
+            Op::StGlobal {
+                tensor: t,
+                policy,
+                predicated: pred.is_some(),
+            },
+            &args,
+        );
     }
     #[track_caller]
     pub fn ld_shared(&mut self, b: Buffer, idx: Value, ty: Type) -> Value {
@@ -339,7 +371,13 @@ impl Builder {
     }
     #[track_caller]
     pub fn mbarrier_arrive_expect_tx(&mut self, bar: Barrier, bytes: u32) {
-        self.push0(Op::MbarArriveExpectTx { barrier: bar, bytes }, &[]);
+        self.push0(
+            Op::MbarArriveExpectTx {
+                barrier: bar,
+                bytes,
+            },
+            &[],
+        );
     }
     /// Wait for the next phase of `bar` this role has not waited for yet.
     #[track_caller]
@@ -348,12 +386,24 @@ impl Builder {
         let phase = self.phases.entry(key).or_insert(0);
         let p = *phase;
         *phase += 1;
-        self.push0(Op::MbarWait { barrier: bar, phase: p }, &[]);
+        self.push0(
+            Op::MbarWait {
+                barrier: bar,
+                phase: p,
+            },
+            &[],
+        );
     }
     /// Wait for an explicit phase of `bar`.
     #[track_caller]
     pub fn wait_phase(&mut self, bar: Barrier, phase: u32) {
-        self.push0(Op::MbarWait { barrier: bar, phase }, &[]);
+        self.push0(
+            Op::MbarWait {
+                barrier: bar,
+                phase,
+            },
+            &[],
+        );
     }
     #[track_caller]
     pub fn fence_mbarrier_init(&mut self) {
@@ -381,13 +431,25 @@ impl Builder {
     /// `st.async` `v` into `buf[idx]` of cluster CTA `cta`, completing its `bar`.
     #[track_caller]
     pub fn st_async(&mut self, buf: Buffer, idx: Value, v: Value, cta: Value, bar: Barrier) {
-        self.push0(Op::StAsync { buffer: buf, barrier: bar }, &[idx, v, cta]);
+        self.push0(
+            Op::StAsync {
+                buffer: buf,
+                barrier: bar,
+            },
+            &[idx, v, cta],
+        );
     }
     #[track_caller]
     pub fn cp_async(&mut self, buf: Buffer, sidx: Value, t: Tensor, gidx: &[Value]) {
         let mut args = vec![sidx];
         args.extend_from_slice(gidx);
-        self.push0(Op::CpAsync { buffer: buf, tensor: t }, &args);
+        self.push0(
+            Op::CpAsync {
+                buffer: buf,
+                tensor: t,
+            },
+            &args,
+        );
     }
     #[track_caller]
     pub fn cp_async_commit(&mut self) {
@@ -410,7 +472,16 @@ impl Builder {
     ) {
         let mut args = vec![sidx];
         args.extend_from_slice(gidx);
-        self.push0(Op::BulkCopy { buffer: buf, tensor: t, barrier: bar, bytes, policy }, &args);
+        self.push0(
+            Op::BulkCopy {
+                buffer: buf,
+                tensor: t,
+                barrier: bar,
+                bytes,
+                policy,
+            },
+            &args,
+        );
     }
 
     // ---- PDL
@@ -431,7 +502,12 @@ impl Builder {
         let params: Vec<Value> = param_tys
             .iter()
             .enumerate()
-            .map(|(n, &ty)| self.k.values.push(ValueData { ty, def: ValueDef::Param(r, n as u32) }))
+            .map(|(n, &ty)| {
+                self.k.values.push(ValueData {
+                    ty,
+                    def: ValueDef::Param(r, n as u32),
+                })
+            })
             .collect();
         self.k.regions[r].params = params.clone();
         (r, params)
@@ -449,10 +525,14 @@ impl Builder {
     /// `if cond { then }` with no results.
     #[track_caller]
     pub fn if_(&mut self, cond: Value, then: impl FnOnce(&mut Builder)) {
-        self.if_else(cond, |b| {
-            then(b);
-            vec![]
-        }, |_| vec![]);
+        self.if_else(
+            cond,
+            |b| {
+                then(b);
+                vec![]
+            },
+            |_| vec![],
+        );
     }
 
     /// `if cond { then } else { els }`, both yielding values of the same types.

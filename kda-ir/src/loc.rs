@@ -14,7 +14,11 @@ pub struct Loc {
 
 impl Loc {
     pub fn new(file: &str, line: u32, col: u32) -> Loc {
-        Loc { file: file.into(), line, col }
+        Loc {
+            file: file.into(),
+            line,
+            col,
+        }
     }
 
     /// The location of the caller of the current `#[track_caller]` function.

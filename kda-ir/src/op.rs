@@ -9,9 +9,9 @@
 //! and the simulator can bounds-check it); shared memory as a buffer plus one
 //! element index.
 
+use crate::entities::Value;
 use crate::entities::{Barrier, Buffer, Region, Role, ScalarParam, Tensor};
 use crate::loc::Loc;
-use crate::entities::Value;
 
 /// Hardware indices a kernel can read.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -70,15 +70,25 @@ pub enum UnOp {
     /// Bitwise not (ints, bool).
     Not,
     Abs,
-    Exp { fast: bool },
-    Exp2 { fast: bool },
+    Exp {
+        fast: bool,
+    },
+    Exp2 {
+        fast: bool,
+    },
     /// `1/sqrt(x)`; PTX only has the approximate form, `fast: false` computes
     /// `1 / sqrt.rn(x)` with IEEE division.
-    Rsqrt { fast: bool },
+    Rsqrt {
+        fast: bool,
+    },
     Sqrt,
     /// `1 / (1 + e^-x)`.
-    Sigmoid { fast: bool },
-    Rcp { fast: bool },
+    Sigmoid {
+        fast: bool,
+    },
+    Rcp {
+        fast: bool,
+    },
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -149,7 +159,11 @@ pub enum Op {
     /// tensor's dtype, 4/8/16 bytes) at the element index.
     LdGlobal { tensor: Tensor, policy: CachePolicy },
     /// `idx0..idxR, value [, pred] ->`: store; with `pred`, only where it holds.
-    StGlobal { tensor: Tensor, policy: CachePolicy, predicated: bool },
+    StGlobal {
+        tensor: Tensor,
+        policy: CachePolicy,
+        predicated: bool,
+    },
     /// `idx -> ty`: load from this CTA's shared buffer at an element index.
     LdShared { buffer: Buffer },
     /// `idx, value ->`.
@@ -196,7 +210,13 @@ pub enum Op {
     CpAsyncWait(u32),
     /// `sidx, gidx0..gidxR ->`: `cp.async.bulk` of `bytes` from the tensor into
     /// the buffer, completing them on `barrier`.
-    BulkCopy { buffer: Buffer, tensor: Tensor, barrier: Barrier, bytes: u32, policy: CachePolicy },
+    BulkCopy {
+        buffer: Buffer,
+        tensor: Tensor,
+        barrier: Barrier,
+        bytes: u32,
+        policy: CachePolicy,
+    },
 
     // ---- programmatic dependent launch
     /// `griddepcontrol.wait`: the preceding launch's outputs are visible after.

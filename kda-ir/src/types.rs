@@ -129,7 +129,11 @@ impl std::str::FromStr for Type {
     type Err = String;
     fn from_str(s: &str) -> Result<Type, String> {
         let (elem, lanes) = match s.split_once('x') {
-            Some((e, n)) => (e, n.parse::<u8>().map_err(|_| format!("bad lane count in `{s}`"))?),
+            Some((e, n)) => (
+                e,
+                n.parse::<u8>()
+                    .map_err(|_| format!("bad lane count in `{s}`"))?,
+            ),
             None => (s, 1),
         };
         let elem = Scalar::from_name(elem).ok_or_else(|| format!("unknown type `{s}`"))?;

@@ -61,7 +61,11 @@ fn write_kernel_to(
     for n in notes(None) {
         writeln!(w, ";! {n}")?;
     }
-    write!(w, "kernel {} block={} cluster={}", k.name, k.launch.block, k.launch.cluster)?;
+    write!(
+        w,
+        "kernel {} block={} cluster={}",
+        k.name, k.launch.block, k.launch.cluster
+    )?;
     if let Some(m) = k.launch.min_blocks_per_sm {
         write!(w, " min_blocks={m}")?;
     }
@@ -94,10 +98,21 @@ fn write_kernel_to(
         writeln!(w, "  scalar {s} {:?}: {}  ; @{}", d.name, d.ty, d.loc)?;
     }
     for (r, d) in k.roles.iter() {
-        writeln!(w, "  role {r} {:?} {}..{}  ; @{}", d.name, d.first, d.end(), d.loc)?;
+        writeln!(
+            w,
+            "  role {r} {:?} {}..{}  ; @{}",
+            d.name,
+            d.first,
+            d.end(),
+            d.loc
+        )?;
     }
     for (b, d) in k.buffers.iter() {
-        write!(w, "  shared {b} {:?}: {}[{}] align {}", d.name, d.elem, d.len, d.align)?;
+        write!(
+            w,
+            "  shared {b} {:?}: {}[{}] align {}",
+            d.name, d.elem, d.len, d.align
+        )?;
         if !d.roles.is_empty() {
             write!(w, " roles({})", list(&d.roles, |r| r.to_string()))?;
         }
@@ -107,7 +122,11 @@ fn write_kernel_to(
         writeln!(w, "  ; @{}", d.loc)?;
     }
     for (b, d) in k.barriers.iter() {
-        write!(w, "  mbarrier {b} {:?}: arrivals {} tx {}", d.name, d.arrivals, d.tx_bytes)?;
+        write!(
+            w,
+            "  mbarrier {b} {:?}: arrivals {} tx {}",
+            d.name, d.arrivals, d.tx_bytes
+        )?;
         if !d.roles.is_empty() {
             write!(w, " roles({})", list(&d.roles, |r| r.to_string()))?;
         }
@@ -238,7 +257,9 @@ fn write_inst(
         Op::Param(s) => write!(w, "{m} {s}")?,
         Op::Extract(_) => write!(w, "{m} {}", vals(k, a))?,
         Op::LdGlobal { tensor, .. } => write!(w, "{m} {tensor}{}", idx(a))?,
-        Op::StGlobal { tensor, predicated, .. } => {
+        Op::StGlobal {
+            tensor, predicated, ..
+        } => {
             let n = a.len().saturating_sub(1 + *predicated as usize);
             write!(w, "{m} {tensor}{}, {}", idx(&a[..n]), at(n))?;
             if *predicated {
@@ -251,14 +272,29 @@ fn write_inst(
         Op::MbarArriveExpectTx { barrier, bytes } => write!(w, "{m} {barrier}, {bytes}")?,
         Op::MbarWait { barrier, phase } => write!(w, "{m} {barrier}, phase {phase}")?,
         Op::BarSync { id, threads } => write!(w, "{m} {id}, {threads}")?,
-        Op::StAsync { buffer, barrier } => {
-            write!(w, "{m} {buffer}[{}], {}, cta {}, {barrier}", at(0), at(1), at(2))?
+        Op::StAsync { buffer, barrier } => write!(
+            w,
+            "{m} {buffer}[{}], {}, cta {}, {barrier}",
+            at(0),
+            at(1),
+            at(2)
+        )?,
+        Op::CpAsync { buffer, tensor } => {
+            write!(w, "{m} {buffer}[{}], {tensor}{}", at(0), idx(from(1)))?
         }
-        Op::CpAsync { buffer, tensor } => write!(w, "{m} {buffer}[{}], {tensor}{}", at(0), idx(from(1)))?,
         Op::CpAsyncWait(n) => write!(w, "{m} {n}")?,
-        Op::BulkCopy { buffer, tensor, barrier, bytes, .. } => {
-            write!(w, "{m} {buffer}[{}], {tensor}{}, {bytes}, {barrier}", at(0), idx(from(1)))?
-        }
+        Op::BulkCopy {
+            buffer,
+            tensor,
+            barrier,
+            bytes,
+            ..
+        } => write!(
+            w,
+            "{m} {buffer}[{}], {tensor}{}, {bytes}, {barrier}",
+            at(0),
+            idx(from(1))
+        )?,
         Op::If { then, els } => {
             write!(w, "{m} {} ", at(0))?;
             open_region(w, k, *then)?;

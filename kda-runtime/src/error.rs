@@ -13,7 +13,11 @@ pub enum RuntimeError {
     NoDriver(String),
     /// A CUDA driver call failed.
     #[error("{call} failed for `{kernel}`: {msg}")]
-    Driver { call: &'static str, kernel: String, msg: String },
+    Driver {
+        call: &'static str,
+        kernel: String,
+        msg: String,
+    },
     /// The kernel did not verify or compile.
     #[error("kernel `{kernel}` failed to build:\n{msg}")]
     Build { kernel: String, msg: String },

@@ -76,9 +76,18 @@ pub fn check_launch(
     cfg: &LaunchConfig,
     buffer_bytes: &[usize],
 ) -> Result<(), RuntimeError> {
-    let bad = |msg: String| Err(RuntimeError::BadLaunch { kernel: kernel.name.clone(), msg });
+    let bad = |msg: String| {
+        Err(RuntimeError::BadLaunch {
+            kernel: kernel.name.clone(),
+            msg,
+        })
+    };
     if cfg.syms.len() != kernel.syms.len() {
-        return bad(format!("{} symbol values given, kernel declares {}", cfg.syms.len(), kernel.syms.len()));
+        return bad(format!(
+            "{} symbol values given, kernel declares {}",
+            cfg.syms.len(),
+            kernel.syms.len()
+        ));
     }
     if cfg.scalars.len() != kernel.scalars.len() {
         return bad(format!(
@@ -89,7 +98,12 @@ pub fn check_launch(
     }
     for ((_, decl), arg) in kernel.scalars.iter().zip(&cfg.scalars) {
         if decl.ty != arg.scalar() {
-            return bad(format!("scalar `{}` is {}, got a {} argument", decl.name, decl.ty, arg.scalar()));
+            return bad(format!(
+                "scalar `{}` is {}, got a {} argument",
+                decl.name,
+                decl.ty,
+                arg.scalar()
+            ));
         }
     }
     if buffer_bytes.len() != kernel.tensors.len() {
@@ -102,7 +116,7 @@ pub fn check_launch(
     if cfg.grid.contains(&0) {
         return bad(format!("empty grid {:?}", cfg.grid));
     }
-    if cfg.grid[0] % kernel.launch.cluster != 0 {
+    if !cfg.grid[0].is_multiple_of(kernel.launch.cluster) {
         return bad(format!(
             "grid.x = {} is not a multiple of the cluster size {}",
             cfg.grid[0], kernel.launch.cluster
@@ -120,7 +134,10 @@ pub fn check_launch(
         for (d, s) in t.shape.iter().zip(&t.strides) {
             let (n, st) = (value(d), value(s));
             if n < 0 || st < 0 {
-                return bad(format!("tensor `{}` has a negative extent or stride", t.name));
+                return bad(format!(
+                    "tensor `{}` has a negative extent or stride",
+                    t.name
+                ));
             }
             if n == 0 {
                 last = -1;
@@ -150,9 +167,18 @@ pub struct TensorShape {
 /// tensor's shape or strides takes the matching extent or stride, constants
 /// must match exactly, and a symbol used in several places must agree.
 pub fn bind_syms(kernel: &Kernel, tensors: &[TensorShape]) -> Result<Vec<i64>, RuntimeError> {
-    let bad = |msg: String| Err(RuntimeError::BadLaunch { kernel: kernel.name.clone(), msg });
+    let bad = |msg: String| {
+        Err(RuntimeError::BadLaunch {
+            kernel: kernel.name.clone(),
+            msg,
+        })
+    };
     if tensors.len() != kernel.tensors.len() {
-        return bad(format!("{} tensors given, kernel declares {}", tensors.len(), kernel.tensors.len()));
+        return bad(format!(
+            "{} tensors given, kernel declares {}",
+            tensors.len(),
+            kernel.tensors.len()
+        ));
     }
     let mut syms: Vec<Option<i64>> = vec![None; kernel.syms.len()];
     for ((_, decl), actual) in kernel.tensors.iter().zip(tensors) {
@@ -169,7 +195,12 @@ pub fn bind_syms(kernel: &Kernel, tensors: &[TensorShape]) -> Result<Vec<i64>, R
             .iter()
             .zip(&actual.shape)
             .map(|(d, &n)| (d, n, "extent"))
-            .chain(decl.strides.iter().zip(&actual.strides).map(|(d, &n)| (d, n, "stride")));
+            .chain(
+                decl.strides
+                    .iter()
+                    .zip(&actual.strides)
+                    .map(|(d, &n)| (d, n, "stride")),
+            );
         for (i, (d, n, what)) in pairs.enumerate() {
             let dim = i % decl.shape.len().max(1);
             match *d {

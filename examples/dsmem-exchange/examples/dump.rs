@@ -1,3 +1,6 @@
 fn main() {
-    print!("{}", kda_ir::write::write_kernel(&dsmem_exchange::builder_api(2)));
+    print!(
+        "{}",
+        kda_ir::write::write_kernel(&dsmem_exchange::builder_api(2))
+    );
 }

@@ -20,7 +20,11 @@ pub const LANES: u32 = 32;
 pub fn builder_api(cluster: u32) -> Kernel {
     let mut b = Builder::new(
         "dsmem_exchange",
-        LaunchDecl { block: 64, cluster, min_blocks_per_sm: None },
+        LaunchDecl {
+            block: 64,
+            cluster,
+            min_blocks_per_sm: None,
+        },
     );
     let rows = b.sym("rows");
     let input = b.tensor(
@@ -42,7 +46,14 @@ pub fn builder_api(cluster: u32) -> Kernel {
     let sender = b.role("sender", 0, 32);
     let receiver = b.role("receiver", 32, 32);
     let full = b.mbarrier("inbox_full", 1, 4 * LANES, &[sender, receiver]);
-    let inbox = b.shared("inbox", Scalar::F32, LANES, 16, &[sender, receiver], Some(full));
+    let inbox = b.shared(
+        "inbox",
+        Scalar::F32,
+        LANES,
+        16,
+        &[sender, receiver],
+        Some(full),
+    );
 
     b.pdl_launch_dependents();
     let tid = b.thread_idx();
@@ -95,7 +106,8 @@ pub fn reference(input: &[f32], cluster: u32) -> Vec<f32> {
         let prev_rank = (rank + c - 1) % c;
         let prev = cta - rank + prev_rank;
         for l in 0..LANES as usize {
-            out[cta * LANES as usize + l] = 2.0 * input[prev * LANES as usize + l] + prev_rank as f32;
+            out[cta * LANES as usize + l] =
+                2.0 * input[prev * LANES as usize + l] + prev_rank as f32;
         }
     }
     out
