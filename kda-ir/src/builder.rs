@@ -49,6 +49,11 @@ impl Builder {
         self.k
     }
 
+    /// Choose the early schedule (see [`crate::kernel::ScheduleHints::early`]).
+    pub fn set_early(&mut self, early: bool) {
+        self.k.schedule.early = early;
+    }
+
     /// Attribute the following instructions to `loc` (`None`: the caller's).
     pub fn at(&mut self, loc: Option<Loc>) {
         self.loc = loc;

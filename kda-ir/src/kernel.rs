@@ -132,6 +132,16 @@ pub struct LaunchDecl {
     pub min_blocks_per_sm: Option<u32>,
 }
 
+/// Schedule choices the kernel author (or its configuration) makes and the
+/// scheduling passes carry out (see `pipeline`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScheduleHints {
+    /// Issue ready loads before the PDL wait and sync the cluster late (the
+    /// seed's `early >= 1`). Without it, one `pdl.wait` runs at the kernel's
+    /// entry and cluster waits stay where the program puts them.
+    pub early: bool,
+}
+
 #[derive(Clone, Debug)]
 pub enum ValueDef {
     Result(Inst, u32),
@@ -155,6 +165,8 @@ pub struct RegionData {
 pub struct Kernel {
     pub name: String,
     pub launch: LaunchDecl,
+    /// How the scheduling passes place PDL and cluster waits.
+    pub schedule: ScheduleHints,
     pub tensors: PrimaryMap<Tensor, TensorDecl>,
     pub scalars: PrimaryMap<ScalarParam, ScalarDecl>,
     pub syms: PrimaryMap<Sym, SymDecl>,
@@ -175,6 +187,7 @@ impl Kernel {
         Kernel {
             name: name.into(),
             launch,
+            schedule: ScheduleHints::default(),
             tensors: PrimaryMap::new(),
             scalars: PrimaryMap::new(),
             syms: PrimaryMap::new(),

@@ -596,6 +596,7 @@ impl Parser {
             self.expect('=')?;
             self.k.launch.min_blocks_per_sm = Some(self.u32()?);
         }
+        self.k.schedule.early = self.eat_ident("early");
         self.expect('{')?;
         let body = self.k.body;
         self.statements(body, true)?;
@@ -1321,10 +1322,16 @@ mod tests {
             |b, c| vec![b.mul(c[0], c[0])],
         );
         b.for_(zero, ten, one, &[], |_, _, _| vec![]);
+        b.set_early(true);
         let k = b.finish();
         let text = write_kernel(&k);
+        assert!(
+            text.starts_with("kernel all_ops block=128 cluster=2 min_blocks=2 early {"),
+            "{text}"
+        );
         let back = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(write_kernel(&back), text);
+        assert_eq!(back.schedule, k.schedule);
         assert_eq!(back.tensors[t].name, "x \"quoted\"\n");
     }
 
@@ -1350,6 +1357,32 @@ kernel k block=32 cluster=1 {
         // Implied yields take the location of their region's instruction.
         let again = parse_kernel(&printed).unwrap();
         assert_eq!(write_kernel(&again), printed);
+    }
+
+    #[test]
+    fn the_early_flag_follows_the_launch() {
+        for (header, early, min_blocks) in [
+            ("kernel k block=32 cluster=1 {", false, None),
+            ("kernel k block=32 cluster=1 early {", true, None),
+            (
+                "kernel k block=32 cluster=2 min_blocks=3 early {",
+                true,
+                Some(3),
+            ),
+        ] {
+            let text = format!("{header}\n}}\n");
+            let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(k.schedule.early, early, "{header}");
+            assert_eq!(k.launch.min_blocks_per_sm, min_blocks, "{header}");
+            assert_eq!(write_kernel(&k), text);
+        }
+        // `early` comes after `min_blocks`, once.
+        for text in [
+            "kernel k block=32 cluster=1 early min_blocks=2 {\n}\n",
+            "kernel k block=32 cluster=1 early early {\n}\n",
+        ] {
+            parse_kernel(text).expect_err(text);
+        }
     }
 
     #[test]

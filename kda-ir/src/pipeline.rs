@@ -3,6 +3,29 @@
 //! lower to PTX. `KDA_DUMP=<dir>` (or [`Options::dump`]) writes every stage:
 //! `<kernel>.0-input.ir`, `<kernel>.<n>-<pass>.ir` after pass n, and
 //! `<kernel>.ptx`.
+//!
+//! The program is written once: a `pdl.wait` right before each role's first
+//! read of a *produced* tensor, `cluster.arrive` + `cluster.wait` right after
+//! each role's mbarrier setup. The kernel's [`ScheduleHints`] pick the
+//! schedule the passes derive from it (the seed's `early`):
+//!
+//! 1. `place_pdl_wait` (not early): one `pdl.wait` at the kernel's entry,
+//!    every other one deleted — the whole kernel waits for the preceding
+//!    launch first thing.
+//! 2. `sink_pdl_wait` (early): each `pdl.wait` moves down its region to the
+//!    first read of a produced tensor or global store, so the ready work the
+//!    program puts after it (loads under `if`s and loops, bulk copies,
+//!    mbarrier setup) is issued before it.
+//! 3. `hoist_ready_loads` (early): ready `ld.global`s that still follow the
+//!    wait (after the first produced read) move above it.
+//! 4. `sink_cluster_wait` (early): each `cluster.wait` moves down its region
+//!    to the first DSMEM send (or cluster op, or the region's end), so each
+//!    role syncs the cluster only right before it needs the peers' barriers.
+//!
+//! Without `early` only the first pass changes anything: cluster waits stay
+//! right after the setup, as the program writes them.
+//!
+//! [`ScheduleHints`]: crate::kernel::ScheduleHints
 
 use std::path::{Path, PathBuf};
 
@@ -19,10 +42,24 @@ pub struct Pass {
 }
 
 /// The scheduling passes, in the order they run.
-pub const PASSES: &[Pass] = &[Pass {
-    name: "hoist_ready_loads",
-    run: passes::hoist_ready_loads::run,
-}];
+pub const PASSES: &[Pass] = &[
+    Pass {
+        name: "place_pdl_wait",
+        run: passes::place_pdl_wait::run,
+    },
+    Pass {
+        name: "sink_pdl_wait",
+        run: passes::sink_pdl_wait::run,
+    },
+    Pass {
+        name: "hoist_ready_loads",
+        run: passes::hoist_ready_loads::run,
+    },
+    Pass {
+        name: "sink_cluster_wait",
+        run: passes::sink_cluster_wait::run,
+    },
+];
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -31,8 +68,10 @@ pub struct Options {
     pub verify_each_pass: bool,
     /// Write each stage's IR and the PTX here (default: `$KDA_DUMP`).
     pub dump: Option<PathBuf>,
-    /// Passes to leave out, by name: e.g. `hoist_ready_loads` for the seed's
-    /// `early = 0` schedule, which keeps every load after the PDL wait.
+    /// Passes to leave out, by name (e.g. `sink_cluster_wait`). The schedule
+    /// itself is chosen by the kernel's [`ScheduleHints`], not here.
+    ///
+    /// [`ScheduleHints`]: crate::kernel::ScheduleHints
     pub skip: Vec<String>,
 }
 
@@ -136,4 +175,245 @@ pub fn compile(k: &Kernel, opts: &Options) -> Result<Compiled, CompileError> {
         ptx,
         layout,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::Builder;
+    use crate::entities::{Region, Tensor};
+    use crate::kernel::{Access, Dim, LaunchDecl, Provenance};
+    use crate::op::{BinOp, CachePolicy, CmpOp, Op};
+    use crate::parse::parse_kernel;
+    use crate::types::{Scalar, Type};
+
+    /// The flagship's shape, written once: a 128-thread `state` role and a
+    /// `gate` warp in a cluster of 2. Each role sets up (state: the mbarrier),
+    /// arrives on and waits at the cluster barrier, waits for the preceding
+    /// launch right before its first produced read, loads, and sends to the
+    /// peer over DSMEM.
+    fn flagship(early: bool) -> Kernel {
+        let mut b = Builder::new(
+            "flagship",
+            LaunchDecl {
+                block: 160,
+                cluster: 2,
+                min_blocks_per_sm: None,
+            },
+        );
+        b.set_early(early);
+        let vector = |b: &mut Builder, name: &str, prov, access| -> Tensor {
+            b.tensor(
+                name,
+                Scalar::F32,
+                &[Dim::Const(256)],
+                &[Dim::Const(1)],
+                prov,
+                access,
+            )
+        };
+        let state_t = vector(&mut b, "state", Provenance::Ready, Access::ReadWrite);
+        let weights = vector(&mut b, "weights", Provenance::Ready, Access::Read);
+        let norm = vector(&mut b, "norm_weight", Provenance::Ready, Access::Read);
+        let x = vector(&mut b, "x", Provenance::Produced, Access::Read);
+        let gate_in = vector(&mut b, "gate", Provenance::Produced, Access::Read);
+        let out = vector(&mut b, "out", Provenance::Ready, Access::Write);
+        let state = b.role("state", 0, 128);
+        let gate = b.role("gate", 128, 32);
+        let full = b.mbarrier("full", 1, 640, &[state, gate]);
+        let inbox = b.shared("inbox", Scalar::F32, 160, 16, &[state, gate], Some(full));
+        let tid = b.thread_idx();
+        let rank = b.cluster_rank();
+        let one = b.u32(1);
+        let peer = b.bin(BinOp::Xor, rank, one);
+        b.in_role(state, |b| {
+            let zero = b.u32(0);
+            let first = b.cmp(CmpOp::Eq, tid, zero);
+            b.if_(first, |b| {
+                b.mbarrier_init(full);
+                b.mbarrier_arrive_expect_tx(full, 640);
+            });
+            b.fence_mbarrier_init();
+            b.cluster_arrive(true);
+            b.cluster_wait();
+            b.pdl_wait();
+            let half = b.u32(64);
+            let low = b.cmp(CmpOp::Lt, tid, half);
+            b.if_(low, |b| {
+                let _ = b.ld_global(state_t, &[tid], Type::F32, CachePolicy::Normal);
+            });
+            let w = b.ld_global(weights, &[tid], Type::F32, CachePolicy::Normal);
+            let v = b.ld_global(x, &[tid], Type::F32, CachePolicy::Normal);
+            let nw = b.ld_global(norm, &[tid], Type::F32, CachePolicy::Normal);
+            let y = b.fma(v, w, nw, false);
+            b.st_async(inbox, tid, y, peer, full);
+            b.wait(full);
+            let r = b.ld_shared(inbox, tid, Type::F32);
+            b.st_global(out, &[tid], r, None, CachePolicy::Normal);
+        });
+        b.in_role(gate, |b| {
+            b.cluster_arrive(true);
+            b.cluster_wait();
+            b.pdl_wait();
+            let w = b.ld_global(weights, &[tid], Type::F32, CachePolicy::Normal);
+            let g = b.ld_global(gate_in, &[tid], Type::F32, CachePolicy::Normal);
+            let d = b.mul(w, g);
+            b.st_async(inbox, tid, d, peer, full);
+        });
+        b.finish()
+    }
+
+    fn role_bodies(k: &Kernel) -> Vec<Region> {
+        k.regions[k.body]
+            .insts
+            .iter()
+            .filter_map(|&i| match k.insts[i].op {
+                Op::InRole { body, .. } => Some(body),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn names(k: &Kernel, r: Region) -> Vec<String> {
+        k.regions[r]
+            .insts
+            .iter()
+            .map(|&i| crate::write::mnemonic(&k.insts[i].op))
+            .collect()
+    }
+
+    fn opts() -> Options {
+        Options {
+            verify_each_pass: true,
+            dump: None,
+            skip: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_passes_run_in_order() {
+        let order: Vec<&str> = PASSES.iter().map(|p| p.name).collect();
+        assert_eq!(
+            order,
+            [
+                "place_pdl_wait",
+                "sink_pdl_wait",
+                "hoist_ready_loads",
+                "sink_cluster_wait"
+            ]
+        );
+    }
+
+    #[test]
+    fn not_early_waits_for_the_preceding_launch_at_the_entry() {
+        let k = flagship(false);
+        let s = schedule(&k, &opts()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.insts[s.regions[s.body].insts[0]].op, Op::GridDepWait);
+        let roles = role_bodies(&s);
+        assert_eq!(
+            names(&s, roles[0]),
+            [
+                "iconst",
+                "cmp.eq",
+                "if",
+                "fence.mbarrier_init",
+                "cluster.arrive.relaxed",
+                "cluster.wait",
+                "iconst",
+                "cmp.lt",
+                "if",
+                "ld.global",
+                "ld.global",
+                "ld.global",
+                "fma",
+                "st.async",
+                "mbarrier.wait",
+                "ld.shared",
+                "st.global",
+                "yield"
+            ],
+            "{s}"
+        );
+        assert_eq!(
+            names(&s, roles[1]),
+            [
+                "cluster.arrive.relaxed",
+                "cluster.wait",
+                "ld.global",
+                "ld.global",
+                "mul",
+                "st.async",
+                "yield"
+            ],
+            "{s}"
+        );
+        compile(&k, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn early_issues_ready_loads_first_and_syncs_the_cluster_at_the_first_send() {
+        let k = flagship(true);
+        let s = schedule(&k, &opts()).unwrap_or_else(|e| panic!("{e}"));
+        let roles = role_bodies(&s);
+        assert_eq!(
+            names(&s, roles[0]),
+            [
+                "iconst",
+                "cmp.eq",
+                "if",
+                "fence.mbarrier_init",
+                "cluster.arrive.relaxed",
+                "iconst",
+                "cmp.lt",
+                "if",
+                "ld.global",
+                // norm_weight, hoisted over the produced read
+                "ld.global",
+                "pdl.wait",
+                "ld.global",
+                "fma",
+                "cluster.wait",
+                "st.async",
+                "mbarrier.wait",
+                "ld.shared",
+                "st.global",
+                "yield"
+            ],
+            "{s}"
+        );
+        assert_eq!(
+            names(&s, roles[1]),
+            [
+                "cluster.arrive.relaxed",
+                "ld.global",
+                "pdl.wait",
+                "ld.global",
+                "mul",
+                "cluster.wait",
+                "st.async",
+                "yield"
+            ],
+            "{s}"
+        );
+        // The produced loads are the ones after the waits.
+        for r in roles {
+            let insts = &s.regions[r].insts;
+            let wait = insts
+                .iter()
+                .position(|&i| s.insts[i].op == Op::GridDepWait)
+                .unwrap();
+            for (n, &i) in insts.iter().enumerate() {
+                if let Op::LdGlobal { tensor, .. } = s.insts[i].op {
+                    let produced = s.tensors[tensor].provenance == Provenance::Produced;
+                    assert_eq!(produced, n > wait, "{s}");
+                }
+            }
+        }
+        // The schedule survives the text form.
+        let text = s.to_string();
+        assert!(text.starts_with("kernel flagship block=160 cluster=2 early {"));
+        let back = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(back.schedule.early);
+        compile(&k, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    }
 }

@@ -2,7 +2,7 @@
 //! and filetests all use it; `parse.rs` reads it back.
 //!
 //! ```text
-//! kernel demo block=64 cluster=2 {
+//! kernel demo block=64 cluster=2 early {
 //!   tensor t0 "x": f32[sym0, 64] strides[64, 1] produced read align 16  ; @demo.rs:10:5
 //!   role role0 "sender" 0..32
 //!   shared buf0 "inbox": f32[32] align 16 roles(role1) guard(bar0)
@@ -68,6 +68,9 @@ fn write_kernel_to(
     )?;
     if let Some(m) = k.launch.min_blocks_per_sm {
         write!(w, " min_blocks={m}")?;
+    }
+    if k.schedule.early {
+        w.push_str(" early");
     }
     writeln!(w, " {{")?;
     for (s, d) in k.syms.iter() {

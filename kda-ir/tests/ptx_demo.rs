@@ -45,11 +45,13 @@ fn kda_dump_writes_every_stage() {
         ..Options::default()
     };
     compile(&dsmem_exchange::builder_api(2), &opts).unwrap();
-    for f in [
-        "dsmem_exchange.0-input.ir",
-        "dsmem_exchange.1-hoist_ready_loads.ir",
-        "dsmem_exchange.ptx",
-    ] {
+    let mut files = vec!["dsmem_exchange.0-input.ir".to_string()];
+    for (n, p) in kda_ir::pipeline::PASSES.iter().enumerate() {
+        files.push(format!("dsmem_exchange.{}-{}.ir", n + 1, p.name));
+    }
+    files.push("dsmem_exchange.ptx".into());
+    assert!(files.contains(&"dsmem_exchange.1-place_pdl_wait.ir".to_string()));
+    for f in &files {
         let text = std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(!text.is_empty());
     }

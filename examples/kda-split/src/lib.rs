@@ -8,8 +8,10 @@ pub mod case;
 pub mod compare;
 pub mod config;
 pub mod generator;
+pub mod kernel;
 pub mod reference;
 pub mod round;
+pub mod run;
 pub mod validate;
 
 pub use args::{Arg, DType, HostData, HostTensor, KdaArgs, TensorError};

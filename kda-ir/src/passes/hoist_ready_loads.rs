@@ -15,6 +15,13 @@
 //! Distinct tensors are assumed not to alias. Loads inside nested regions
 //! after the wait stay where they are (moving them would execute them
 //! speculatively). Only the first wait of a region is considered.
+//!
+//! Runs only with [`ScheduleHints::early`] (the seed's `early = 0` keeps
+//! every load after the wait `place_pdl_wait` puts at the entry), after
+//! `sink_pdl_wait` has moved each wait down to its first produced read; this
+//! pass then picks up the ready loads that follow that read.
+//!
+//! [`ScheduleHints::early`]: crate::kernel::ScheduleHints::early
 
 use std::collections::HashSet;
 
@@ -23,6 +30,9 @@ use crate::kernel::{Kernel, Provenance, ValueDef};
 use crate::op::Op;
 
 pub fn run(k: &mut Kernel) {
+    if !k.schedule.early {
+        return;
+    }
     let mut written = HashSet::new();
     k.walk(|i, _| {
         if let Op::StGlobal { tensor, .. } = k.insts[i].op {
@@ -158,6 +168,7 @@ mod tests {
     #[test]
     fn ready_loads_and_their_indices_move_above_the_wait() {
         let mut b = Builder::new("hoist", launch());
+        b.set_early(true);
         let weight = vector(&mut b, "weight", Provenance::Ready, Access::Read);
         let x = vector(&mut b, "x", Provenance::Produced, Access::Read);
         let out = vector(&mut b, "out", Provenance::Ready, Access::Write);
@@ -194,6 +205,7 @@ mod tests {
     #[test]
     fn loads_that_depend_on_produced_data_or_follow_a_store_stay() {
         let mut b = Builder::new("stay", launch());
+        b.set_early(true);
         let slots = b.tensor(
             "slots",
             Scalar::I32,
@@ -220,8 +232,22 @@ mod tests {
     }
 
     #[test]
+    fn without_early_nothing_moves() {
+        let mut b = Builder::new("late", launch());
+        let weight = vector(&mut b, "weight", Provenance::Ready, Access::Read);
+        b.pdl_wait();
+        let tid = b.thread_idx();
+        let _ = b.ld_global(weight, &[tid], Type::F32, CachePolicy::Normal);
+        let mut k = b.finish();
+        let before = names(&k, k.body);
+        run(&mut k);
+        assert_eq!(names(&k, k.body), before);
+    }
+
+    #[test]
     fn hoisting_happens_inside_a_role() {
         let mut b = Builder::new("role", launch());
+        b.set_early(true);
         let weight = vector(&mut b, "weight", Provenance::Ready, Access::Read);
         let out = vector(&mut b, "out", Provenance::Ready, Access::Write);
         let r = b.role("all", 0, 32);

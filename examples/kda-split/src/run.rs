@@ -1,0 +1,175 @@
+//! Run KdaSplit on any `kda_runtime::Device`: validate the arguments (a bad
+//! call touches nothing), build the kernel for the call's dtypes, upload each
+//! tensor's storage as it is (strides included), launch on the grid
+//! `(C, H, B)` and read back what the kernel writes.
+
+use half::bf16;
+use kda_ir::{Kernel, Scalar};
+use kda_runtime::{Device, LaunchConfig, RuntimeError, ScalarArg, TensorShape, bind_syms};
+use thiserror::Error;
+
+use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs};
+use crate::compare::Actual;
+use crate::config::KdaConfig;
+use crate::kernel::{self, Dtypes};
+use crate::validate::{ArgError, validate};
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("invalid arguments:\n{}", .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Args(Vec<ArgError>),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+fn scalar(d: DType) -> Scalar {
+    match d {
+        DType::Bf16 => Scalar::BF16,
+        DType::F32 => Scalar::F32,
+        DType::I32 => Scalar::I32,
+    }
+}
+
+/// The argument dtypes the kernel is specialised for.
+pub fn dtypes(args: &KdaArgs) -> Dtypes {
+    Dtypes {
+        weights: scalar(args.weights.dtype()),
+        bias: scalar(args.bias.dtype()),
+        beta: scalar(args.beta.dtype()),
+        gate: scalar(args.gate.dtype()),
+        norm_weight: scalar(args.norm_weight.dtype()),
+    }
+}
+
+/// The kernel for this configuration and these arguments.
+pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Kernel {
+    kernel::build(cfg, &dtypes(args))
+}
+
+/// The tensors in kernel parameter order (spec order, `accepted` last).
+pub fn tensor_args(args: &KdaArgs) -> Vec<&HostTensor> {
+    Arg::ALL.iter().filter_map(|&a| args.tensor(a)).collect()
+}
+
+fn storage_bytes(t: &HostTensor) -> Vec<u8> {
+    match t.data() {
+        HostData::Bf16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        HostData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        HostData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
+}
+
+fn from_storage(like: &HostTensor, bytes: &[u8]) -> HostTensor {
+    let data: HostData = match like.dtype() {
+        DType::Bf16 => bytes
+            .chunks_exact(2)
+            .map(|c| bf16::from_le_bytes([c[0], c[1]]))
+            .collect::<Vec<_>>()
+            .into(),
+        DType::F32 => bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect::<Vec<_>>()
+            .into(),
+        DType::I32 => bytes
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect::<Vec<_>>()
+            .into(),
+    };
+    HostTensor::strided(data, like.shape().to_vec(), like.strides().to_vec())
+        .expect("the device returned the storage it was given")
+}
+
+/// A prepared launch: the kernel loaded on a device, its launch config and
+/// the uploaded tensors. Reusable for repeated launches (benchmarks).
+pub struct Prepared<D: Device> {
+    pub kernel: Kernel,
+    pub module: D::Module,
+    pub cfg: LaunchConfig,
+    pub buffers: Vec<D::Buffer>,
+}
+
+/// Validate, build, load and upload.
+pub fn prepare<D: Device>(
+    dev: &D,
+    cfg: &KdaConfig,
+    args: &KdaArgs,
+) -> Result<Prepared<D>, RunError> {
+    let errors = validate(cfg, args);
+    if !errors.is_empty() {
+        return Err(RunError::Args(errors));
+    }
+    let kernel = kernel_for(cfg, args);
+    let tensors = tensor_args(args);
+    let shapes: Vec<TensorShape> = tensors
+        .iter()
+        .map(|t| TensorShape {
+            shape: t.shape().to_vec(),
+            strides: t.strides().to_vec(),
+        })
+        .collect();
+    let syms = bind_syms(&kernel, &shapes)?;
+    let module = dev.load(&kernel)?;
+    let buffers = tensors
+        .iter()
+        .map(|t| dev.upload(&storage_bytes(t)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let launch = LaunchConfig {
+        grid: [cfg.cluster(), cfg.heads, args.requests() as u32],
+        pdl: true,
+        syms,
+        scalars: vec![
+            ScalarArg::F32(args.lower_bound),
+            ScalarArg::F32(args.scale),
+            ScalarArg::F32(args.eps),
+        ],
+    };
+    Ok(Prepared {
+        kernel,
+        module,
+        cfg: launch,
+        buffers,
+    })
+}
+
+impl<D: Device> Prepared<D> {
+    pub fn launch(&self, dev: &D) -> Result<(), RuntimeError> {
+        let refs: Vec<&D::Buffer> = self.buffers.iter().collect();
+        dev.launch(&self.module, &self.cfg, &refs)
+    }
+
+    /// Read back the tensors the kernel writes, as row-major copies.
+    pub fn results(&self, dev: &D, args: &KdaArgs) -> Result<Actual, RuntimeError> {
+        let tensors = tensor_args(args);
+        let read = |arg: Arg| -> Result<HostTensor, RuntimeError> {
+            let i = Arg::ALL
+                .iter()
+                .filter(|a| args.tensor(**a).is_some())
+                .position(|&a| a == arg)
+                .unwrap();
+            Ok(from_storage(tensors[i], &dev.download(&self.buffers[i])?).to_contiguous())
+        };
+        let bf = |t: HostTensor| match t.data() {
+            HostData::Bf16(v) => v.clone(),
+            _ => unreachable!("bf16 tensor"),
+        };
+        let f = |t: HostTensor| match t.data() {
+            HostData::F32(v) => v.clone(),
+            _ => unreachable!("f32 tensor"),
+        };
+        Ok(Actual {
+            output: bf(read(Arg::Output)?),
+            output_f32: None,
+            state: f(read(Arg::State)?),
+            conv_state: bf(read(Arg::ConvState)?),
+        })
+    }
+}
+
+/// Validate, run once and read back.
+pub fn run<D: Device>(dev: &D, cfg: &KdaConfig, args: &KdaArgs) -> Result<Actual, RunError> {
+    let prepared = prepare(dev, cfg, args)?;
+    prepared.launch(dev)?;
+    Ok(prepared.results(dev, args)?)
+}

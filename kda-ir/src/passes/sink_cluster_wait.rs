@@ -1,0 +1,194 @@
+//! The early schedule's cluster syncs: each `cluster.wait` sinks to the
+//! first DSMEM send after it.
+//!
+//! The program puts `cluster.arrive` + `cluster.wait` right after the
+//! mbarrier setup of each role (so peers' barriers exist before anyone
+//! sends). With [`ScheduleHints::early`] (the seed's `early >= 1`) the wait
+//! moves forward, within its region, past the instructions that follow it,
+//! stopping right before the first one that is, or (an `if`, `for`, `while`
+//! or `role`) contains, an `st.async`, a `cluster.arrive` or a
+//! `cluster.wait`; `bar.sync`, mbarrier waits and loads are passed. With no
+//! send after it, it ends at the end of its region: every thread that
+//! arrived still waits once before it exits. It never enters a nested
+//! region, so each thread still runs it exactly once, and it stays after
+//! every `mbarrier.init` it followed. The arrivals do not move, so each
+//! role's setup and loads overlap the peers' arrival instead of waiting for
+//! the slowest CTA of the cluster before issuing its loads.
+//!
+//! Without `early` the pass does nothing.
+//!
+//! [`ScheduleHints::early`]: crate::kernel::ScheduleHints::early
+
+use crate::kernel::Kernel;
+use crate::op::Op;
+use crate::passes::{contains, sink};
+
+pub fn run(k: &mut Kernel) {
+    if !k.schedule.early {
+        return;
+    }
+    sink(k, &|op| *op == Op::ClusterWait, &|k, i| {
+        contains(k, i, &|k, j| {
+            matches!(
+                k.insts[j].op,
+                Op::StAsync { .. } | Op::ClusterArrive { .. } | Op::ClusterWait
+            )
+        })
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::Builder;
+    use crate::kernel::{Access, Dim, Provenance};
+    use crate::op::{BinOp, CachePolicy, CmpOp};
+    use crate::passes::test_util::{count, launch, names, top_regions, verified};
+    use crate::types::{Scalar, Type};
+    use crate::write::write_kernel;
+
+    /// A cluster of 2, 64 threads: the `state` warp initialises the barrier,
+    /// then both warps arrive and wait on the cluster barrier, load, sync and
+    /// send into the peer's inbox (`state` directly, `gate` under an `if`);
+    /// `state` then waits for the inbox.
+    fn exchange(early: bool) -> Kernel {
+        let mut b = Builder::new("exchange", launch(64, 2));
+        b.set_early(early);
+        let w = b.tensor(
+            "w",
+            Scalar::F32,
+            &[Dim::Const(64)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
+        let state = b.role("state", 0, 32);
+        let gate = b.role("gate", 32, 32);
+        let full = b.mbarrier("full", 1, 256, &[state, gate]);
+        let inbox = b.shared("inbox", Scalar::F32, 64, 16, &[state, gate], Some(full));
+        let tid = b.thread_idx();
+        let c31 = b.u32(31);
+        let lane = b.bin(BinOp::And, tid, c31);
+        let rank = b.cluster_rank();
+        let one = b.u32(1);
+        let peer = b.bin(BinOp::Xor, rank, one);
+        b.in_role(state, |b| {
+            let zero = b.u32(0);
+            let first = b.cmp(CmpOp::Eq, lane, zero);
+            b.if_(first, |b| {
+                b.mbarrier_init(full);
+                b.mbarrier_arrive_expect_tx(full, 256);
+            });
+            b.fence_mbarrier_init();
+            b.cluster_arrive(true);
+            b.cluster_wait();
+            let v = b.ld_global(w, &[tid], Type::F32, CachePolicy::Normal);
+            b.bar_sync(1, 64);
+            b.st_async(inbox, lane, v, peer, full);
+            b.wait(full);
+            let _ = b.ld_shared(inbox, lane, Type::F32);
+        });
+        b.in_role(gate, |b| {
+            b.cluster_arrive(true);
+            b.cluster_wait();
+            let v = b.ld_global(w, &[tid], Type::F32, CachePolicy::Normal);
+            b.bar_sync(1, 64);
+            let t = b.u32(32);
+            let at = b.add(lane, t);
+            let yes = b.bool(true);
+            b.if_(yes, |b| b.st_async(inbox, at, v, peer, full));
+        });
+        b.finish()
+    }
+
+    #[test]
+    fn each_roles_wait_sinks_to_its_first_send() {
+        let mut k = exchange(true);
+        verified(&k);
+        run(&mut k);
+        verified(&k);
+        let rs = top_regions(&k);
+        assert_eq!(
+            names(&k, rs[0]),
+            [
+                "iconst",
+                "cmp.eq",
+                "if",
+                "fence.mbarrier_init",
+                "cluster.arrive.relaxed",
+                "ld.global",
+                "bar.sync",
+                "cluster.wait",
+                "st.async",
+                "mbarrier.wait",
+                "ld.shared",
+                "yield"
+            ],
+            "{}",
+            write_kernel(&k)
+        );
+        assert_eq!(
+            names(&k, rs[1]),
+            [
+                "cluster.arrive.relaxed",
+                "ld.global",
+                "bar.sync",
+                "iconst",
+                "add",
+                "iconst",
+                "cluster.wait",
+                "if",
+                "yield"
+            ],
+            "{}",
+            write_kernel(&k)
+        );
+        assert_eq!(count(&k, |op| *op == Op::ClusterWait), 2);
+    }
+
+    #[test]
+    fn without_a_send_the_wait_ends_its_region_and_arrivals_stop_it() {
+        let mut b = Builder::new("no_send", launch(32, 2));
+        b.set_early(true);
+        let r = b.role("all", 0, 32);
+        let tid = b.thread_idx();
+        b.cluster_arrive(false);
+        b.cluster_wait();
+        let zero = b.u32(0);
+        // A second cluster sync stops the first wait.
+        b.cluster_arrive(false);
+        b.cluster_wait();
+        b.in_role(r, |b| {
+            let first = b.cmp(CmpOp::Eq, tid, zero);
+            b.if_(first, |b| b.bar_sync(1, 32));
+        });
+        let mut k = b.finish();
+        verified(&k);
+        run(&mut k);
+        verified(&k);
+        assert_eq!(
+            names(&k, k.body),
+            [
+                "special",
+                "cluster.arrive",
+                "iconst",
+                "cluster.wait",
+                "cluster.arrive",
+                "role",
+                "cluster.wait"
+            ],
+            "{}",
+            write_kernel(&k)
+        );
+        let rs = top_regions(&k);
+        assert_eq!(names(&k, rs[0]), ["cmp.eq", "if", "yield"]);
+    }
+
+    #[test]
+    fn without_early_nothing_moves() {
+        let mut k = exchange(false);
+        let before = write_kernel(&k);
+        run(&mut k);
+        assert_eq!(write_kernel(&k), before);
+    }
+}
