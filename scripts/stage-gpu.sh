@@ -117,8 +117,11 @@ for dir in "${CUDA_HOME:-}" /usr/local/cuda; do
 done
 for tool in memcheck racecheck synccheck; do
     if [[ -n "$sanitizer" ]]; then
-        step "sanitizer-$tool" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+        step "sanitizer-$tool-demo" "$sanitizer" --tool "$tool" --error-exitcode 1 \
             "$here/tests/gpu_demo" --test-threads=1 --nocapture
+        # KdaSplit: one configuration per early level.
+        KDA_GPU_ONE_PER_EARLY=1 step "sanitizer-$tool-kda" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+            "$here/tests/gpu_kda" --test-threads=1 --nocapture
     else
         echo "== sanitizer-$tool"
         record "sanitizer-$tool" "skipped (compute-sanitizer not found)"

@@ -6,7 +6,9 @@
 //! source in dumps, PTX comments and errors. [`Builder::at`] overrides it.
 //!
 //! Mbarrier parity is tracked here: [`Builder::wait`] waits on the next phase
-//! the current role has not yet waited for.
+//! the current role has not yet waited for. Waits inside a runtime `if` do
+//! not advance it (the branch may not run): wait on the same barrier in a
+//! branch and again after it with [`Builder::wait_phase`].
 
 use std::collections::HashMap;
 
@@ -550,8 +552,14 @@ impl Builder {
     ) -> Vec<Value> {
         let (rt, _) = self.new_region(&[]);
         let (re, _) = self.new_region(&[]);
+        // Waits inside a runtime branch do not advance the tracked phase: the
+        // branch may not run. A barrier waited on in a branch and again later
+        // needs `wait_phase`.
+        let phases = self.phases.clone();
         let ys = self.fill(rt, then);
+        self.phases = phases.clone();
         self.fill(re, els);
+        self.phases = phases;
         let tys: Vec<Type> = ys.iter().map(|&v| self.ty(v)).collect();
         self.push(Op::If { then: rt, els: re }, &[cond], &tys)
     }

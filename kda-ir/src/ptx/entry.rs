@@ -178,7 +178,9 @@ impl Emitter<'_> {
         let _ = writeln!(w, "\t{}", params.join(",\n\t"));
         let _ = writeln!(w, ")");
         let _ = writeln!(w, ".reqntid {}, 1, 1", l.block);
-        if l.cluster > 1 {
+        // Cluster-scope instructions (st.async, mapa, barrier.cluster) need a
+        // cluster launch even when the cluster is one CTA.
+        if l.cluster > 1 || uses_cluster(k) {
             let _ = writeln!(
                 w,
                 ".explicitcluster\n.reqnctapercluster {}, 1, 1",
@@ -197,4 +199,18 @@ impl Emitter<'_> {
         let _ = writeln!(w, "}}");
         w
     }
+}
+
+/// Whether the kernel uses any cluster-scope operation.
+fn uses_cluster(k: &crate::kernel::Kernel) -> bool {
+    use crate::op::{Op, Special};
+    k.insts.values().any(|d| {
+        matches!(
+            d.op,
+            Op::ClusterArrive { .. }
+                | Op::ClusterWait
+                | Op::StAsync { .. }
+                | Op::Special(Special::ClusterRank)
+        )
+    })
 }

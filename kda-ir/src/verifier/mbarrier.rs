@@ -1,7 +1,7 @@
 //! Mbarriers: a waited barrier can complete (something initialises, arrives
 //! on, arms and fills it), expect_tx amounts fit the declaration, the bytes
 //! sent per phase add up to the declared transaction bytes, and each role
-//! waits on a barrier's phases in increasing order.
+//! waits on a barrier's phases in non-decreasing order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -314,7 +314,10 @@ fn merge(into: &mut Last, from: Last) {
     }
 }
 
-/// Waits of one role on one barrier name strictly increasing phases.
+/// Waits of one role on one barrier name non-decreasing phases. Waiting for
+/// a phase again is harmless (its parity has flipped and stays flipped until
+/// the next phase completes), which lets mutually exclusive runtime branches
+/// each wait for the same phase.
 fn phases(cx: &mut Ctx, r: Region, role: Option<Role>, last: &mut Last) {
     let k = cx.k;
     for &i in &k.regions[r].insts {
@@ -328,11 +331,11 @@ fn phases(cx: &mut Ctx, r: Region, role: Option<Role>, last: &mut Last) {
                     })
                     .map(|(_, &p)| p)
                     .max();
-                if let Some(p) = prev.filter(|&p| phase <= p) {
+                if let Some(p) = prev.filter(|&p| phase < p) {
                     cx.error(
                         i,
                         format!(
-                            "`mbarrier.wait` waits for phase {phase} of {} after the same threads waited for phase {p}; a role waits on a barrier's phases in increasing order (a parity wait cannot wait for a phase again or go back)",
+                            "`mbarrier.wait` waits for phase {phase} of {} after the same threads waited for phase {p}; a role waits on a barrier's phases in non-decreasing order (a parity wait cannot go back)",
                             cx.barrier(barrier)
                         ),
                     );

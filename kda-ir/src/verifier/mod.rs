@@ -125,10 +125,11 @@
 //!   divergent one the sum of both. Exchanges are assumed symmetric (every
 //!   CTA sends what every CTA receives), so one CTA's sends are one barrier's
 //!   receipts. Groups with an unknown total are not checked;
-//! * waits follow a barrier's phases in increasing order: each
-//!   `mbarrier.wait` names a phase above every phase the same threads (its
-//!   role, or the whole block outside roles) may already have waited for on
-//!   that barrier (parity waits cannot wait for a phase again or go back).
+//! * waits follow a barrier's phases in non-decreasing order: no
+//!   `mbarrier.wait` names a phase below one the same threads (its role, or
+//!   the whole block outside roles) may already have waited for on that
+//!   barrier (a parity wait cannot go back; waiting for the same phase again
+//!   is harmless, so exclusive branches may each wait for it).
 //!
 //! # Ordering (`order.rs`): what must have happened on the same threads
 //!

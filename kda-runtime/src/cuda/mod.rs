@@ -23,3 +23,19 @@ mod module;
 pub use device::{CudaBuffer, CudaDevice};
 pub use graph::{Graph, median};
 pub use module::{CudaKernel, KernelResources};
+
+/// GPU 0 for a GPU test, or `None` (printing why the test is skipped) when
+/// this machine has no CUDA driver. With `KDA_REQUIRE_GPU` set (the staged
+/// GPU suite sets it), a missing driver is a failure instead of a skip.
+pub fn gpu_or_skip() -> Option<CudaDevice> {
+    match CudaDevice::new(0) {
+        Ok(dev) => Some(dev),
+        Err(crate::RuntimeError::NoDriver(why))
+            if std::env::var_os("KDA_REQUIRE_GPU").is_none() =>
+        {
+            println!("skipped: no CUDA driver ({why})");
+            None
+        }
+        Err(e) => panic!("cannot open GPU 0: {e}"),
+    }
+}

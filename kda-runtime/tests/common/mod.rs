@@ -1,20 +1,13 @@
 //! Shared by the GPU tests: open the GPU or skip, and tensors as bytes.
 #![allow(dead_code)] // each test binary uses its own subset
 
-use kda_runtime::{CudaDevice, RuntimeError};
+use kda_runtime::CudaDevice;
 
 /// GPU 0, or `None` after printing why the test is skipped. With
 /// `KDA_REQUIRE_GPU=1` (the staged GPU run sets it) a missing GPU fails the
 /// test instead, so a GPU run cannot pass by skipping.
 pub fn gpu() -> Option<CudaDevice> {
-    match CudaDevice::new(0) {
-        Ok(dev) => Some(dev),
-        Err(RuntimeError::NoDriver(why)) if std::env::var_os("KDA_REQUIRE_GPU").is_none() => {
-            println!("skipped: no CUDA driver ({why})");
-            None
-        }
-        Err(e) => panic!("cannot open GPU 0: {e}"),
-    }
+    kda_runtime::cuda::gpu_or_skip()
 }
 
 pub fn f32_bytes(v: &[f32]) -> Vec<u8> {

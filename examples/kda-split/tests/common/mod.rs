@@ -1,0 +1,95 @@
+//! The configuration matrix shared by the simulator and GPU tests: every
+//! token count 1..8, both bias settings, all gate modes, every early level,
+//! every cluster size and lane width at least once (pairwise-style), each
+//! within the seed's constructor constraints.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use kda_split::{Case, GateInputs, GenOptions, KdaConfig, RawGateOrder};
+
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub heads: u32,
+    pub batch: usize,
+    pub tokens: u32,
+    pub gate_mode: u32,
+    pub has_bias: bool,
+    /// (early, lanes, occupancy, cluster, evict); zeros select defaults.
+    pub schedule: [u32; 5],
+}
+
+const fn p(
+    heads: u32,
+    batch: usize,
+    tokens: u32,
+    gate_mode: u32,
+    has_bias: bool,
+    schedule: [u32; 5],
+) -> Point {
+    Point {
+        heads,
+        batch,
+        tokens,
+        gate_mode,
+        has_bias,
+        schedule,
+    }
+}
+
+pub const MATRIX: &[Point] = &[
+    // T = 1: defaults, fast math (12 heads), every gate mode and early level.
+    p(2, 2, 1, 0, false, [0, 0, 0, 0, 0]),
+    p(12, 1, 1, 1, true, [1, 16, 0, 8, 0]),
+    p(2, 3, 1, 2, true, [0, 16, 0, 0, 0]),
+    p(2, 1, 1, 2, false, [0, 8, 0, 0, 0]),
+    p(2, 2, 1, 0, true, [2, 16, 0, 2, 1]),
+    p(2, 2, 1, 1, false, [3, 8, 1, 1, 0]),
+    p(12, 2, 1, 0, false, [3, 32, 0, 2, 1]),
+    p(2, 2, 1, 1, true, [2, 4, 0, 4, 0]),
+    p(6, 2, 1, 0, false, [1, 32, 0, 1, 0]),
+    // T > 1: speculative verify.
+    p(2, 2, 2, 0, true, [1, 16, 0, 2, 0]),
+    p(2, 2, 3, 1, false, [0, 8, 0, 4, 0]),
+    p(12, 2, 4, 0, false, [1, 16, 0, 8, 0]),
+    p(2, 2, 5, 1, true, [0, 8, 0, 1, 0]),
+    p(2, 2, 6, 0, true, [0, 32, 0, 2, 0]),
+    p(2, 2, 7, 1, false, [1, 4, 0, 4, 0]),
+    p(2, 2, 8, 0, false, [0, 16, 0, 8, 0]),
+    p(6, 3, 8, 1, true, [1, 8, 2, 1, 0]),
+];
+
+impl Point {
+    pub fn config(&self) -> KdaConfig {
+        KdaConfig::new(
+            self.heads,
+            self.batch as u32,
+            self.gate_mode,
+            self.has_bias,
+            &self.schedule,
+            self.tokens,
+        )
+        .unwrap_or_else(|e| panic!("{self:?}: {e}"))
+    }
+
+    /// A generated case whose expectation matches this point's gate mode.
+    pub fn case(&self, seed: u64) -> Case {
+        let opts = GenOptions::new(self.heads, self.batch, self.tokens)
+            .seed(seed)
+            .has_bias(self.has_bias)
+            .gate_inputs(GateInputs::Grid)
+            .padding(0.25)
+            .holes(0.25);
+        let order = if self.gate_mode == 2 {
+            RawGateOrder::Mode2
+        } else {
+            RawGateOrder::Exact
+        };
+        Case::generate(&opts, order).unwrap_or_else(|e| panic!("{self:?}: {e}"))
+    }
+
+    pub fn label(&self) -> String {
+        format!(
+            "H{} B{} T{} mode{} bias{} sched{:?}",
+            self.heads, self.batch, self.tokens, self.gate_mode, self.has_bias as u8, self.schedule
+        )
+    }
+}
