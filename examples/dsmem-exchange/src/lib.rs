@@ -11,6 +11,8 @@
 //! pass that cluster barrier before their first DSMEM send, so a peer's
 //! barrier always exists when bytes reach it. Dependents are released at entry.
 
+pub mod macro_version;
+
 use kda_ir::{Access, Builder, CachePolicy, Dim, Kernel, LaunchDecl, Provenance, Scalar, Type};
 
 /// Lanes (and so values) per CTA.

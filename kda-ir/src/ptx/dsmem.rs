@@ -39,11 +39,35 @@ impl Emitter<'_> {
             "add.u32 {l_bar}, {smem}, {}",
             self.layout.barriers[bar]
         ));
+        let regs = self.regs(v);
+        if self.k.launch.cluster == 1 {
+            // A one-CTA cluster: `st.async` wants a real cluster (the
+            // sanitizer flags it), so store locally, fence, and complete the
+            // bytes on the local barrier; the waiter's acquire sees the store.
+            let _ = (r_elem, r_bar, cta);
+            let (elem, ops) = match ty.elem {
+                Scalar::F32 => ("f32", regs),
+                Scalar::I64 | Scalar::U64 => ("b64", regs),
+                s => ("b32", self.words32(s, &regs)),
+            };
+            let vec = match ops.len() {
+                1 => "",
+                2 => ".v2",
+                _ => ".v4",
+            };
+            let src = if ops.len() == 1 { ops[0].to_string() } else { brace(&ops) };
+            self.ins(format!("st.shared{vec}.{elem} [{l_elem}], {src}"));
+            self.ins("fence.acq_rel.cta");
+            self.ins(format!(
+                "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [{l_bar}], {}",
+                ty.bytes()
+            ));
+            return Ok(());
+        }
         self.ins(format!(
             "mapa.shared::cluster.u32 {r_elem}, {l_elem}, {cta}"
         ));
         self.ins(format!("mapa.shared::cluster.u32 {r_bar}, {l_bar}, {cta}"));
-        let regs = self.regs(v);
         let (elem, ops) = match ty.elem {
             Scalar::F32 => ("f32", regs),
             Scalar::I64 | Scalar::U64 => ("b64", regs),

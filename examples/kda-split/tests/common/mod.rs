@@ -1,7 +1,11 @@
 //! The configuration matrix shared by the simulator and GPU tests: every
 //! token count 1..8, both bias settings, all gate modes, every early level,
 //! every cluster size and lane width at least once (pairwise-style), each
-//! within the seed's constructor constraints.
+//! within the seed's constructor constraints. One CTA per head keeps all 128
+//! state rows in registers unless the rows are staged (early >= 2), which
+//! spills at T > 1 or 32 lanes: the matrix covers cluster 1 with early 3.
+//! The gate warp holds `2·rows` words of F_B operands (early 3 stages them),
+//! so gate mode 1's four accumulator chains at T > 1 fit from 4 CTAs up.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use kda_split::{Case, GateInputs, GenOptions, KdaConfig, RawGateOrder};
@@ -45,16 +49,16 @@ pub const MATRIX: &[Point] = &[
     p(2, 2, 1, 1, false, [3, 8, 1, 1, 0]),
     p(12, 2, 1, 0, false, [3, 32, 0, 2, 1]),
     p(2, 2, 1, 1, true, [2, 4, 0, 4, 0]),
-    p(6, 2, 1, 0, false, [1, 32, 0, 1, 0]),
+    p(6, 2, 1, 0, false, [1, 32, 0, 4, 0]),
     // T > 1: speculative verify.
     p(2, 2, 2, 0, true, [1, 16, 0, 2, 0]),
     p(2, 2, 3, 1, false, [0, 8, 0, 4, 0]),
     p(12, 2, 4, 0, false, [1, 16, 0, 8, 0]),
-    p(2, 2, 5, 1, true, [0, 8, 0, 1, 0]),
+    p(2, 2, 5, 1, true, [0, 8, 0, 4, 0]),
     p(2, 2, 6, 0, true, [0, 32, 0, 2, 0]),
-    p(2, 2, 7, 1, false, [1, 4, 0, 4, 0]),
+    p(2, 2, 7, 1, false, [1, 8, 0, 8, 0]),
     p(2, 2, 8, 0, false, [0, 16, 0, 8, 0]),
-    p(6, 3, 8, 1, true, [1, 8, 2, 1, 0]),
+    p(6, 3, 8, 1, true, [1, 16, 1, 2, 0]),
 ];
 
 impl Point {

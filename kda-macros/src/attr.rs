@@ -1,0 +1,165 @@
+//! Attribute parsing: the `#[cluster_kernel(...)]` arguments and the
+//! attributes of kernel parameters.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Attribute, Expr, Lit, LitStr, Meta, MetaNameValue, Token};
+
+use crate::ctxt::Ctxt;
+use crate::symbol::*;
+
+/// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., early = .., name = "..")]`.
+/// The values are Rust expressions evaluated when the kernel is traced, so
+/// they may use the `#[comptime]` parameters.
+pub struct Launch {
+    pub block: Option<Expr>,
+    pub cluster: Option<Expr>,
+    pub min_blocks: Option<Expr>,
+    /// The scheduler's early schedule (`kda::ir::ScheduleHints::early`).
+    pub early: Option<Expr>,
+    pub name: Option<LitStr>,
+}
+
+pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
+    let mut out = Launch {
+        block: None,
+        cluster: None,
+        min_blocks: None,
+        early: None,
+        name: None,
+    };
+    let parsed = match Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(args) {
+        Ok(p) => p,
+        Err(e) => {
+            cx.error_at(
+                e.span(),
+                "expected `key = value` arguments: `#[cluster_kernel(block = 160, cluster = cfg.cluster)]`",
+            );
+            return out;
+        }
+    };
+    for nv in parsed {
+        let slot = if nv.path == BLOCK {
+            &mut out.block
+        } else if nv.path == CLUSTER {
+            &mut out.cluster
+        } else if nv.path == MIN_BLOCKS {
+            &mut out.min_blocks
+        } else if nv.path == EARLY {
+            if out.early.is_some() {
+                cx.error_spanned_by(&nv.path, "duplicate `cluster_kernel` argument");
+            }
+            out.early = Some(nv.value);
+            continue;
+        } else if nv.path == NAME {
+            match &nv.value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(s), ..
+                }) if out.name.is_none() => out.name = Some(s.clone()),
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(_), ..
+                }) => cx.error_spanned_by(&nv.path, "duplicate `cluster_kernel` argument `name`"),
+                other => cx.error_spanned_by(
+                    other,
+                    "`name` is the kernel's name in the IR and PTX: a string literal",
+                ),
+            }
+            continue;
+        } else {
+            cx.error_spanned_by(
+                &nv.path,
+                format!(
+                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `early` or `name`",
+                    nv.path.get_ident().map_or_else(|| "?".to_string(), |i| i.to_string())
+                ),
+            );
+            continue;
+        };
+        if let Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(s), ..
+        }) = &nv.value
+        {
+            cx.error_spanned_by(
+                s,
+                "expected a thread or CTA count (an integer expression), found a string",
+            );
+        } else if slot.is_some() {
+            cx.error_spanned_by(&nv.path, "duplicate `cluster_kernel` argument");
+        } else {
+            *slot = Some(nv.value);
+        }
+    }
+    if out.block.is_none() {
+        cx.error_at(
+            Span::call_site(),
+            "missing `block = <threads>`: a cluster kernel declares its block size, e.g. `#[cluster_kernel(block = 128)]`",
+        );
+    }
+    out
+}
+
+/// The attributes of one kernel parameter.
+#[derive(Default)]
+pub struct ParamAttrs {
+    pub comptime: Option<Span>,
+    pub produced: Option<Span>,
+    pub ready: Option<Span>,
+    pub align: Option<Expr>,
+    pub strides: Option<(Span, Vec<Expr>)>,
+    /// Attributes passed through to the generated function (`#[comptime]` parameters only).
+    pub other: Vec<Attribute>,
+}
+
+pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
+    let mut out = ParamAttrs::default();
+    for attr in attrs {
+        let path = attr.path();
+        if path == DOC {
+            out.other.push(attr.clone());
+        } else if path == COMPTIME || path == PRODUCED || path == READY {
+            if !matches!(attr.meta, Meta::Path(_)) {
+                cx.error_spanned_by(
+                    attr,
+                    format!("`#[{}]` takes no arguments", path.get_ident().unwrap()),
+                );
+            }
+            let slot = if path == COMPTIME {
+                &mut out.comptime
+            } else if path == PRODUCED {
+                &mut out.produced
+            } else {
+                &mut out.ready
+            };
+            if slot.is_some() {
+                cx.error_spanned_by(attr, "duplicate attribute");
+            }
+            *slot = Some(path.get_ident().unwrap().span());
+        } else if path == ALIGN {
+            match attr.parse_args::<Expr>() {
+                Ok(e) => out.align = Some(e),
+                Err(_) => {
+                    cx.error_spanned_by(attr, "expected `#[align(<bytes>)]`, e.g. `#[align(16)]`")
+                }
+            }
+        } else if path == STRIDES {
+            match attr.parse_args_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
+                Ok(p) => out.strides = Some((path.get_ident().unwrap().span(), p.into_iter().collect())),
+                Err(_) => cx.error_spanned_by(
+                    attr,
+                    "expected `#[strides(..)]` with one stride per dimension: a number, `{expr}`, a symbolic name or `_`",
+                ),
+            }
+        } else {
+            cx.error_spanned_by(
+                path,
+                format!(
+                    "unknown parameter attribute `#[{}]`; expected `#[comptime]`, `#[produced]`, `#[ready]`, \
+                     `#[align(..)]` or `#[strides(..)]`",
+                    quote::ToTokens::to_token_stream(path).to_string().replace(' ', "")
+                ),
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,610 @@
+//! The static checks: the misuse classes a kernel's text shows, each a named
+//! `check_*` function stating its rule. They read the declarations of the
+//! [`Kernel`] and the events of the [`Flow`] analysis, and report every
+//! violation (at the offending token) into the [`Ctxt`].
+//!
+//! Order is "may happen before" on the threads of the role: an earlier event
+//! in program order, or one in a loop enclosing both, on the same role's
+//! threads (code outside `in_role!` runs on every thread). Events under
+//! comptime conditions the macro cannot evaluate count as happening, so a
+//! check fires only when no path of the traced kernel could be correct; what
+//! depends on comptime values is rechecked on the traced kernel by the IR
+//! verifier (`kda::ir::verifier`), with the figures and the source line.
+
+use std::collections::HashSet;
+
+use proc_macro2::Span;
+
+use crate::ast::{Decl, Kernel, Node, ParamKind};
+use crate::ctxt::Ctxt;
+use crate::flow::{Event, Flow, Kind, RoleCtx, const_eval};
+
+pub fn check(cx: &Ctxt, k: &Kernel, flow: &Flow) {
+    let mut seen = Seen::default();
+    check_wait_is_armed(cx, flow, &mut seen);
+    check_send_after_cluster_barrier(cx, flow, &mut seen);
+    check_produced_read_after_pdl_wait(cx, k, flow, &mut seen);
+    check_guarded_read_after_wait(cx, k, flow, &mut seen);
+    check_tx_bytes(cx, k, flow, &mut seen);
+    check_collectives_converged(cx, flow, &mut seen);
+    check_roles(cx, k);
+    check_role_access(cx, k, flow, &mut seen);
+}
+
+/// Report each offending token once (a closure's body is analysed at each call).
+#[derive(Default)]
+struct Seen(HashSet<(usize, usize, &'static str)>);
+
+impl Seen {
+    fn first(&mut self, span: Span, class: &'static str) -> bool {
+        let lc = span.start();
+        self.0.insert((lc.line, lc.column, class))
+    }
+}
+
+fn line(span: Span) -> usize {
+    span.start().line
+}
+
+/// `a` may happen before `b`: earlier, or in a loop around both.
+fn may_precede(a: &Event, b: &Event) -> bool {
+    a.seq < b.seq || a.loops.iter().any(|l| b.loops.contains(l))
+}
+
+/// The events that run on the threads of `role` (not in definitions).
+fn on_threads<'a>(flow: &'a Flow, role: &'a RoleCtx) -> impl Iterator<Item = &'a Event> + 'a {
+    flow.events
+        .iter()
+        .filter(move |e| !e.def && (e.role == RoleCtx::All || e.role == *role))
+}
+
+fn role_name(role: &RoleCtx) -> String {
+    match role {
+        RoleCtx::Named(r) => format!("role `{r}`"),
+        _ => "the block's threads".to_string(),
+    }
+}
+
+fn completes(e: &Event, bar: &str) -> bool {
+    match &e.kind {
+        Kind::Send { bar: Some(b), .. } | Kind::BulkCopy { bar: Some(b), .. } => b == bar,
+        _ => false,
+    }
+}
+
+fn arms(e: &Event, bar: &str) -> bool {
+    match &e.kind {
+        Kind::Arrive(b) | Kind::Arm(b) => b == bar,
+        Kind::ArriveTx { bar: b, .. } => b == bar,
+        _ => false,
+    }
+}
+
+fn escapes(flow: &Flow, bar: &str) -> bool {
+    flow.events
+        .iter()
+        .any(|e| matches!(&e.kind, Kind::Escape(b) if b == bar))
+}
+
+/// (1) A wait returns when a phase completes: something must arrive on the
+/// barrier (`arrive`, `arm`, `arrive_expect_tx`) or complete transactions on
+/// it (`send!`/`bulk_copy!` with `completes = bar`), somewhere in the kernel.
+fn check_wait_is_armed(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
+    for w in &flow.events {
+        let Kind::Wait(bar) = &w.kind else { continue };
+        let fed = flow
+            .events
+            .iter()
+            .any(|e| arms(e, bar) || completes(e, bar))
+            || escapes(flow, bar);
+        if !fed && seen.first(w.span, "wait") {
+            cx.error_at(
+                w.span,
+                format!(
+                    "`{bar}.wait()` waits on an mbarrier that nothing arms or completes, so it never returns: \
+                     arrive on it (`{bar}.arrive()`, `{bar}.arm()`, `{bar}.arrive_expect_tx(..)`) or complete it \
+                     (`send!(.., completes = {bar})`, `bulk_copy!(.., completes = {bar})`)"
+                ),
+            );
+        }
+    }
+}
+
+/// (2) A DSMEM send completes the *peer's* mbarrier, which exists only once
+/// the peer initialised it: the sending threads must pass a cluster barrier
+/// (`cluster_wait()`) whose phase the initialising threads arrived on after
+/// `bar.init()`.
+fn check_send_after_cluster_barrier(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
+    for s in flow
+        .events
+        .iter()
+        .filter(|e| !e.def && e.role != RoleCtx::Unknown)
+    {
+        let Kind::Send { bar: Some(bar), .. } = &s.kind else {
+            continue;
+        };
+        let mine: Vec<&Event> = on_threads(flow, &s.role).collect();
+        let waits: Vec<&Event> = mine
+            .iter()
+            .copied()
+            .filter(|w| matches!(w.kind, Kind::ClusterWait) && may_precede(w, s))
+            .collect();
+        if waits.is_empty() {
+            if seen.first(s.span, "send") {
+                cx.error_at(
+                    s.span,
+                    format!(
+                        "DSMEM send before {} has passed a cluster barrier: the destination CTA's mbarrier \
+                         `{bar}` may not be initialised yet; every CTA initialises `{bar}` and arrives on the \
+                         cluster barrier (`cluster_arrive()`), and senders call `cluster_wait()` before their \
+                         first send",
+                        role_name(&s.role)
+                    ),
+                );
+            }
+            continue;
+        }
+        let inits: Vec<&Event> = flow
+            .events
+            .iter()
+            .filter(|e| !e.def && matches!(&e.kind, Kind::Init(b) if b == bar))
+            .collect();
+        if inits.is_empty() {
+            let elsewhere = flow
+                .events
+                .iter()
+                .any(|e| matches!(&e.kind, Kind::Init(b) if b == bar));
+            if !elsewhere && !escapes(flow, bar) && seen.first(s.span, "send") {
+                cx.error_at(
+                    s.span,
+                    format!(
+                        "DSMEM send completes `{bar}`, which is never initialised: one thread of each CTA calls \
+                         `{bar}.init()`, then `fence_mbarrier_init()` and `cluster_arrive()`, before peers send"
+                    ),
+                );
+            }
+            continue;
+        }
+        // The latest cluster phase the sender has waited for (0-based).
+        let waited = waits
+            .iter()
+            .map(|w| {
+                mine.iter()
+                    .filter(|x| matches!(x.kind, Kind::ClusterWait) && x.seq < w.seq)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        let covered = inits.iter().any(|i| {
+            let theirs: Vec<&Event> = on_threads(flow, &i.role).collect();
+            theirs.iter().any(|a| {
+                matches!(a.kind, Kind::ClusterArrive)
+                    && may_precede(i, a)
+                    && theirs
+                        .iter()
+                        .filter(|x| matches!(x.kind, Kind::ClusterArrive) && x.seq < a.seq)
+                        .count()
+                        <= waited
+            })
+        });
+        if !covered && seen.first(s.span, "send") {
+            cx.error_at(
+                s.span,
+                format!(
+                    "DSMEM send before {} has passed a cluster barrier that follows `{bar}.init()`: the threads \
+                     that initialise `{bar}` (line {}) do not arrive on the cluster barrier after it, so the peer's \
+                     mbarrier may not exist yet; `{bar}.init()`, `fence_mbarrier_init()`, then `cluster_arrive()` \
+                     there, and `cluster_wait()` here before sending",
+                    role_name(&s.role),
+                    line(inits[0].span)
+                ),
+            );
+        }
+    }
+}
+
+/// (3) A `#[produced]` tensor is written by the preceding launch; its data is
+/// visible only after `pdl_wait()` on the reading threads.
+fn check_produced_read_after_pdl_wait(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
+    for r in flow
+        .events
+        .iter()
+        .filter(|e| !e.def && e.role != RoleCtx::Unknown)
+    {
+        let Kind::ReadTensor(t) = &r.kind else {
+            continue;
+        };
+        let produced = matches!(k.decls.get(t), Some(Decl::Tensor(i))
+            if matches!(&k.params[*i].kind, ParamKind::Tensor(tp) if tp.produced));
+        if !produced {
+            continue;
+        }
+        let waited =
+            on_threads(flow, &r.role).any(|w| matches!(w.kind, Kind::PdlWait) && may_precede(w, r));
+        if !waited && seen.first(r.span, "pdl") {
+            cx.error_at(
+                r.span,
+                format!(
+                    "`{t}` is read before `pdl_wait()`: it is `#[produced]` by the preceding launch, whose \
+                     writes are visible only after the PDL wait; read it after `pdl_wait()` on these threads, \
+                     or mark it `#[ready]` if no launch in the PDL chain writes it"
+                ),
+            );
+        }
+    }
+}
+
+fn buffer_guard(k: &Kernel, buf: &str) -> Option<String> {
+    match k.decls.get(buf) {
+        Some(Decl::Buffer(i)) => match &k.nodes[*i] {
+            Node::Shared(s) => s.guard.as_ref().map(|g| g.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// (4) A buffer declared `guard = bar` is filled through `bar`: its contents
+/// are defined for a thread only after that thread waited on `bar`.
+fn check_guarded_read_after_wait(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
+    for r in flow
+        .events
+        .iter()
+        .filter(|e| !e.def && e.role != RoleCtx::Unknown)
+    {
+        let Kind::ReadShared(buf) = &r.kind else {
+            continue;
+        };
+        let Some(guard) = buffer_guard(k, buf) else {
+            continue;
+        };
+        let waited = on_threads(flow, &r.role)
+            .any(|w| matches!(&w.kind, Kind::Wait(b) if *b == guard) && may_precede(w, r));
+        if !waited && seen.first(r.span, "guard") {
+            cx.error_at(
+                r.span,
+                format!(
+                    "`{buf}` is read before waiting on its guard `{guard}`: the buffer is filled through \
+                     `{guard}` (`guard = {guard}`), so its contents are defined only after `{guard}.wait()` on \
+                     these threads"
+                ),
+            );
+        }
+    }
+}
+
+struct BarrierFigures {
+    arrivals: Option<u64>,
+    tx: Option<u64>,
+    tx_span: Span,
+    tx_written: bool,
+}
+
+fn barrier_figures(k: &Kernel, name: &str) -> Option<BarrierFigures> {
+    let Some(Decl::Barrier(i)) = k.decls.get(name) else {
+        return None;
+    };
+    let Node::Mbarrier(b) = &k.nodes[*i] else {
+        return None;
+    };
+    Some(BarrierFigures {
+        arrivals: const_eval(&b.arrivals),
+        tx: b.tx.as_ref().map_or(Some(0), const_eval),
+        tx_span: b.tx.as_ref().map_or(b.span, syn::spanned::Spanned::span),
+        tx_written: b.tx.is_some(),
+    })
+}
+
+/// Threads of a role (or of the block), when the macro can compute them.
+fn threads(k: &Kernel, role: &RoleCtx) -> Option<u64> {
+    match role {
+        RoleCtx::All => k.launch.block.as_ref().and_then(const_eval),
+        RoleCtx::Named(r) => match k.decls.get(r) {
+            Some(Decl::Role(i)) => match &k.nodes[*i] {
+                Node::Role(rn) => const_eval(&rn.hi)?.checked_sub(const_eval(&rn.lo)?),
+                _ => None,
+            },
+            _ => None,
+        },
+        RoleCtx::Unknown => None,
+    }
+}
+
+/// (5) Per phase, the transaction bytes that reach an mbarrier must equal
+/// what it expects (`tx`), else the phase never completes or completes early.
+/// A `send!` delivers its bytes × the threads that run it (× the cluster for
+/// `to = all`), a `bulk_copy!` its bytes once; with one arrival per phase,
+/// `arrive_expect_tx(n)` must expect exactly `tx`. Checked when every figure
+/// is a constant the macro sees, the sends run unconditionally in literal
+/// loops, and the barrier is waited once per role (one phase).
+fn check_tx_bytes(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
+    let cluster = k.launch.cluster.as_ref().map_or(Some(1), const_eval);
+    for (name, decl) in &k.decls {
+        let Decl::Barrier(_) = decl else { continue };
+        let Some(fig) = barrier_figures(k, name) else {
+            continue;
+        };
+        let Some(tx) = fig.tx else { continue };
+        for e in &flow.events {
+            if let Kind::ArriveTx {
+                bar,
+                bytes: Some(b),
+                arg,
+            } = &e.kind
+                && bar == name
+                && fig.arrivals == Some(1)
+                && *b != tx
+                && seen.first(*arg, "tx")
+            {
+                cx.error_at(
+                        *arg,
+                        format!(
+                            "this arrival expects {b} transaction bytes but `{name}` expects {tx} per phase \
+                             (`tx = {tx}`): with one arrival per phase it must expect exactly `tx` \
+                             (`{name}.arm()` does)"
+                        ),
+                    );
+            }
+        }
+        if escapes(flow, name) {
+            continue;
+        }
+        let feeding: Vec<&Event> = flow.events.iter().filter(|e| completes(e, name)).collect();
+        let waited = flow
+            .events
+            .iter()
+            .any(|e| matches!(&e.kind, Kind::Wait(b) if b == name));
+        let armed = flow
+            .events
+            .iter()
+            .any(|e| matches!(&e.kind, Kind::Arm(b) | Kind::ArriveTx { bar: b, .. } if b == name));
+        if feeding.is_empty() {
+            if tx > 0 && waited && armed && fig.tx_written && seen.first(fig.tx_span, "tx") {
+                cx.error_at(
+                    fig.tx_span,
+                    format!(
+                        "`{name}` expects {tx} transaction bytes per phase but nothing sends into it: no \
+                         `send!`/`bulk_copy!` has `completes = {name}`, so a wait never returns"
+                    ),
+                );
+            }
+            continue;
+        }
+        // A closure's sends count where it is called; one never called by
+        // name (or a nested `fn`) sends an unknown amount.
+        if feeding
+            .iter()
+            .any(|e| e.def && e.owner.as_ref().is_none_or(|o| flow.uncalled.contains(o)))
+        {
+            continue;
+        }
+        let feeding: Vec<&Event> = feeding.into_iter().filter(|e| !e.def).collect();
+        // One phase: each role waits at most once, outside loops.
+        let mut roles_waiting = Vec::new();
+        let mut one_phase = true;
+        for w in flow
+            .events
+            .iter()
+            .filter(|e| matches!(&e.kind, Kind::Wait(b) if b == name))
+        {
+            if w.def || !w.loops.is_empty() || roles_waiting.contains(&&w.role) {
+                one_phase = false;
+            }
+            roles_waiting.push(&w.role);
+        }
+        if !one_phase {
+            continue;
+        }
+        let mut total = 0u64;
+        let mut parts = Vec::new();
+        let mut over: Option<Span> = None;
+        let mut known = true;
+        for e in &feeding {
+            let amount = match &e.kind {
+                Kind::Send {
+                    bytes: Some(b),
+                    all,
+                    ..
+                } if e.exact => {
+                    let dests = if *all { cluster } else { Some(1) };
+                    match (threads(k, &e.role), e.mult, dests) {
+                        (Some(t), Some(m), Some(d)) => {
+                            parts.push(format!(
+                                "{t} threads × {b} bytes{}{} at line {}",
+                                if m > 1 {
+                                    format!(" × {m} iterations")
+                                } else {
+                                    String::new()
+                                },
+                                if *all {
+                                    format!(" × {} CTAs", d)
+                                } else {
+                                    String::new()
+                                },
+                                line(e.span)
+                            ));
+                            Some(t * b * m * d)
+                        }
+                        _ => None,
+                    }
+                }
+                Kind::BulkCopy { bytes: Some(b), .. } if !e.comptime_cond => e.mult.map(|m| {
+                    parts.push(format!("a {b}-byte bulk copy at line {}", line(e.span)));
+                    b * m
+                }),
+                _ => None,
+            };
+            match amount {
+                Some(a) => {
+                    total += a;
+                    if total > tx && over.is_none() {
+                        over = Some(e.span);
+                    }
+                }
+                None => known = false,
+            }
+        }
+        if !known || total == tx {
+            continue;
+        }
+        let detail = parts.join(" + ");
+        if let Some(at) = over {
+            if seen.first(at, "tx") {
+                cx.error_at(
+                    at,
+                    format!(
+                        "transaction bytes cannot match: the sends that complete `{name}` add up to {total} bytes \
+                         per phase ({detail}), more than the {tx} it expects (`tx = {tx}`); the extra bytes \
+                         complete the phase early or overflow into the next one"
+                    ),
+                );
+            }
+        } else if seen.first(fig.tx_span, "tx") {
+            cx.error_at(
+                fig.tx_span,
+                format!(
+                    "transaction bytes cannot match: `{name}` expects {tx} bytes per phase but the sends that \
+                     complete it add up to {total} ({detail}), so the phase never completes"
+                ),
+            );
+        }
+    }
+}
+
+/// (6) Shuffles, `elect`, `mma` and `warp_sum` need every lane of the warp:
+/// not inside an `if`/`for`/`while` whose condition differs between lanes.
+fn check_collectives_converged(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
+    for e in &flow.events {
+        let (Kind::Collective(op), Some(d)) = (&e.kind, &e.divergent) else {
+            continue;
+        };
+        if !seen.first(d.at, "collective") {
+            continue;
+        }
+        let what = match &d.via {
+            None => format!("warp collective `{op}`"),
+            Some(f) => format!("call of `{f}`, which performs the warp collective `{op}`,"),
+        };
+        cx.error_at(
+            d.at,
+            format!(
+                "{what} inside thread-divergent control flow: `{}` differs between the lanes of a warp, so not \
+                 every lane reaches it; move it out of the branch, or branch on a warp-uniform value (a comptime \
+                 value, `block_idx`, `cluster_rank`, the warp index `thread_idx() / 32`) or a role",
+                d.cond
+            ),
+        );
+    }
+}
+
+/// (7) Roles are whole warps (first thread and end multiples of 32), not
+/// empty, inside the block, and disjoint.
+fn check_roles(cx: &Ctxt, k: &Kernel) {
+    let block = k.launch.block.as_ref().and_then(const_eval);
+    let mut placed: Vec<(String, u64, u64)> = Vec::new();
+    for node in &k.nodes {
+        let Node::Role(r) = node else { continue };
+        let name = r
+            .name
+            .as_ref()
+            .map_or_else(|| "_".to_string(), |n| n.to_string());
+        let (Some(lo), Some(hi)) = (const_eval(&r.lo), const_eval(&r.hi)) else {
+            continue;
+        };
+        if lo >= hi {
+            cx.error_spanned_by(
+                &r.range,
+                format!("role `{name}` is empty ({lo}..{hi}): a role has at least one warp"),
+            );
+            continue;
+        }
+        if lo % 32 != 0 || hi % 32 != 0 {
+            cx.error_spanned_by(
+                &r.range,
+                format!(
+                    "role `{name}` spans threads {lo}..{hi}, which is not warp-aligned: a role starts and ends \
+                     on a multiple of 32 threads (whole warps), e.g. {}..{}",
+                    lo / 32 * 32,
+                    hi.div_ceil(32) * 32
+                ),
+            );
+        }
+        if let Some(b) = block
+            && hi > b
+        {
+            cx.error_spanned_by(
+                    &r.range,
+                    format!(
+                        "role `{name}` spans threads {lo}..{hi} but the block has {b} threads (`block = {b}`): \
+                         a role lies inside 0..{b}"
+                    ),
+                );
+        }
+        if let Some((other, olo, ohi)) = placed.iter().find(|(_, olo, ohi)| lo < *ohi && *olo < hi)
+        {
+            cx.error_spanned_by(
+                &r.range,
+                format!(
+                    "role `{name}` ({lo}..{hi}) overlaps role `{other}` ({olo}..{ohi}) in threads {}..{}: \
+                     a thread belongs to at most one role",
+                    lo.max(*olo),
+                    hi.min(*ohi)
+                ),
+            );
+        }
+        placed.push((name, lo, hi));
+    }
+}
+
+/// (8) A barrier or buffer declared with `roles = [..]` is touched only by
+/// code of those roles (inside their `in_role!` blocks).
+fn check_role_access(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
+    for e in flow.events.iter().filter(|e| !e.def) {
+        let (name, what, roles) = match &e.kind {
+            Kind::UseBarrier(b) => match k.decls.get(b) {
+                Some(Decl::Barrier(i)) => match &k.nodes[*i] {
+                    Node::Mbarrier(n) => (b, "mbarrier", &n.roles),
+                    _ => continue,
+                },
+                _ => continue,
+            },
+            Kind::UseBuffer(b) => match k.decls.get(b) {
+                Some(Decl::Buffer(i)) => match &k.nodes[*i] {
+                    Node::Shared(n) => (b, "shared buffer", &n.roles),
+                    _ => continue,
+                },
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let Some(roles) = roles else { continue };
+        let list = roles
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &e.role {
+            RoleCtx::Named(r) if !roles.iter().any(|d| d == r) && seen.first(e.span, "access") => {
+                cx.error_at(
+                        e.span,
+                        format!(
+                            "{what} `{name}` is used in role `{r}`, which does not declare access to it: it is \
+                             declared with `roles = [{list}]`; add `{r}` there or move this use into one of those \
+                             roles"
+                        ),
+                    );
+            }
+            RoleCtx::All if seen.first(e.span, "access") => {
+                cx.error_at(
+                        e.span,
+                        format!(
+                            "{what} `{name}` is used outside any role (by every thread of the block), but it is \
+                             declared with `roles = [{list}]`: move this use into `in_role!({}, ..)`",
+                            roles[0]
+                        ),
+                    );
+            }
+            _ => {}
+        }
+    }
+}

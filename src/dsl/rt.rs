@@ -1,0 +1,263 @@
+//! What `#[cluster_kernel]` expansions call. Not a user API: the names and
+//! signatures follow the macro.
+
+use std::fmt::Display;
+
+use kda_ir::{CmpOp, Dim, LaunchDecl, Provenance, Scalar};
+
+pub use super::arith::{KdaEq, KdaLogic, KdaOrd};
+pub use super::control::{Carry, CarryTuple, Cond, ForLoop, RangeEnd, if_else, range, while_loop};
+pub use super::mem::{LoadHandle, LoadIndex, StoreMut, StoreRef, ix};
+pub use super::sync::{Dest, bulk_copy, cp_async, in_role, send, send_lanes};
+pub use super::trace::Trace;
+
+use super::mem::{Regs, Shared, Tensor};
+use super::sync::{Barrier, Role};
+use super::trace::emit;
+use super::val::{Elem, Operand, Ty, Val};
+
+/// A comptime count or extent given as any Rust integer.
+#[track_caller]
+pub fn count<X: TryInto<u32> + Copy + Display>(x: X, what: &str) -> u32 {
+    match x.try_into() {
+        Ok(v) => v,
+        Err(_) => panic!("kda: {what} = {x} is not a count (0 to {})", u32::MAX),
+    }
+}
+
+/// `min_blocks = n` (a count) or `= opt` (an `Option<u32>`: `None` for no bound).
+pub trait MinBlocks {
+    fn min_blocks(self) -> Option<u32>;
+}
+impl MinBlocks for Option<u32> {
+    fn min_blocks(self) -> Option<u32> {
+        self
+    }
+}
+macro_rules! min_blocks_int {
+    ($($t:ty),*) => {$(
+        impl MinBlocks for $t {
+            #[track_caller]
+            fn min_blocks(self) -> Option<u32> {
+                Some(count(self, "min_blocks"))
+            }
+        }
+    )*};
+}
+min_blocks_int!(i32, u32, u64, usize);
+
+#[track_caller]
+pub fn min_blocks(m: impl MinBlocks) -> Option<u32> {
+    m.min_blocks()
+}
+
+/// `LaunchDecl` from the attribute's `block`, `cluster` and `min_blocks`.
+pub fn launch(block: u32, cluster: u32, min_blocks: Option<u32>) -> LaunchDecl {
+    LaunchDecl {
+        block,
+        cluster,
+        min_blocks_per_sm: min_blocks,
+    }
+}
+
+/// `early = ..`: ask the scheduler for the early schedule (ready loads hoisted
+/// above the PDL wait, cluster waits sunk to the first DSMEM send).
+pub fn early(flag: bool) {
+    emit(|b| b.set_early(flag))
+}
+
+/// A symbolic extent or stride, bound at launch.
+#[track_caller]
+pub fn sym(name: &str) -> Dim {
+    Dim::Sym(emit(|b| b.sym(name)))
+}
+
+/// A comptime extent or stride.
+#[track_caller]
+pub fn konst<X: TryInto<u32> + Copy + Display>(x: X) -> Dim {
+    Dim::Const(count(x, "extent") as u64)
+}
+
+/// Declare a tensor parameter.
+#[track_caller]
+pub fn tensor<T: Elem, const R: usize>(
+    name: &str,
+    shape: [Dim; R],
+    strides: [Dim; R],
+    produced: bool,
+    align: Option<u32>,
+) -> Tensor<T, R> {
+    let prov = if produced {
+        Provenance::Produced
+    } else {
+        Provenance::Ready
+    };
+    let t = emit(|b| {
+        b.tensor(
+            name,
+            T::SCALAR,
+            &shape,
+            &strides,
+            prov,
+            kda_ir::Access::Read,
+        )
+    });
+    if let Some(a) = align {
+        emit(|b| b.set_align(t, a));
+    }
+    Tensor::new(t)
+}
+
+/// Row-major strides of `shape` (innermost 1); a stride outside a symbolic
+/// extent is itself symbolic: `<tensor>.stride<d>`.
+#[track_caller]
+pub fn row_major<const R: usize>(name: &str, shape: &[Dim; R]) -> [Dim; R] {
+    let mut out = [Dim::Const(1); R];
+    let mut acc = Some(1u64);
+    for d in (0..R).rev() {
+        out[d] = match acc {
+            Some(c) => Dim::Const(c),
+            None => sym(&format!("{name}.stride{d}")),
+        };
+        acc = match (acc, shape[d]) {
+            (Some(a), Dim::Const(c)) => Some(a * c),
+            _ => None,
+        };
+    }
+    out
+}
+
+/// Declare a scalar parameter.
+#[track_caller]
+pub fn scalar(name: &str, ty: Scalar) -> kda_ir::ScalarParam {
+    emit(|b| b.scalar(name, ty))
+}
+
+/// Read a scalar parameter (at kernel entry).
+#[track_caller]
+pub fn param<T: Elem>(s: kda_ir::ScalarParam) -> Val<T> {
+    Val::from_value(emit(|b| b.param(s)))
+}
+
+/// `role!(first..end)`.
+#[track_caller]
+pub fn role(name: &str, first: u32, end: u32) -> Role {
+    let threads = end
+        .checked_sub(first)
+        .unwrap_or_else(|| panic!("kda: role `{name}` range {first}..{end} is empty"));
+    Role {
+        id: emit(|b| b.role(name, first, threads)),
+    }
+}
+
+fn ids(roles: &[&Role]) -> Vec<kda_ir::Role> {
+    roles.iter().map(|r| r.id).collect()
+}
+
+/// `mbarrier!(arrivals = .., tx = .., roles = [..])`.
+#[track_caller]
+pub fn mbarrier(name: &str, arrivals: u32, tx: u32, roles: &[&Role]) -> Barrier {
+    let r = ids(roles);
+    Barrier::new(emit(|b| b.mbarrier(name, arrivals, tx, &r)), tx)
+}
+
+/// `mbarrier!(.., count = n)`: `n` barriers `name[0]`, `name[1]`, ...
+#[track_caller]
+pub fn mbarriers(name: &str, n: u32, arrivals: u32, tx: u32, roles: &[&Role]) -> Vec<Barrier> {
+    let r = ids(roles);
+    let mut out = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let id = emit(|b| b.mbarrier(format!("{name}[{k}]"), arrivals, tx, &r));
+        out.push(Barrier::new(id, tx));
+    }
+    out
+}
+
+/// `shared!([T; dims..], align = .., guard = .., roles = [..])`.
+#[track_caller]
+pub fn shared<T: Elem>(
+    name: &str,
+    dims: &[u32],
+    align: u32,
+    roles: &[&Role],
+    guard: Option<&Barrier>,
+) -> Shared<T> {
+    let r = ids(roles);
+    let len: u32 = dims.iter().product();
+    let g = guard.map(|g| g.id);
+    let id = emit(|b| b.shared(name, T::SCALAR, len, align, &r, g));
+    Shared::new(id, dims)
+}
+
+/// `regs!([T; dims..])`.
+pub fn regs<T: Ty>(dims: &[u32]) -> Regs<T> {
+    let d: Vec<usize> = dims.iter().map(|&x| x as usize).collect();
+    Regs::new(&d)
+}
+
+/// `regs!([T; dims..], fill = x)`.
+#[track_caller]
+pub fn regs_filled<T: Ty>(dims: &[u32], fill: impl Operand<T>) -> Regs<T> {
+    let d: Vec<usize> = dims.iter().map(|&x| x as usize).collect();
+    Regs::filled(&d, fill)
+}
+
+/// An element of `send!(buf[i] = [a, b, ..])`.
+#[track_caller]
+pub fn operand<T: Ty>(x: impl Operand<T>) -> Val<T> {
+    x.val()
+}
+
+/// A plain `if` the macro proved comptime: its condition must be a `bool`.
+pub fn comptime_cond(c: bool) -> bool {
+    c
+}
+
+/// `a == b` / `a != b`.
+#[track_caller]
+pub fn eq<A: ?Sized + KdaEq<B>, B: ?Sized>(a: &A, b: &B) -> A::Output {
+    a.kda_eq(b, false)
+}
+#[track_caller]
+pub fn ne<A: ?Sized + KdaEq<B>, B: ?Sized>(a: &A, b: &B) -> A::Output {
+    a.kda_eq(b, true)
+}
+#[track_caller]
+pub fn lt<A: ?Sized + KdaOrd<B>, B: ?Sized>(a: &A, b: &B) -> A::Output {
+    a.kda_cmp(CmpOp::Lt, b)
+}
+#[track_caller]
+pub fn le<A: ?Sized + KdaOrd<B>, B: ?Sized>(a: &A, b: &B) -> A::Output {
+    a.kda_cmp(CmpOp::Le, b)
+}
+#[track_caller]
+pub fn gt<A: ?Sized + KdaOrd<B>, B: ?Sized>(a: &A, b: &B) -> A::Output {
+    a.kda_cmp(CmpOp::Gt, b)
+}
+#[track_caller]
+pub fn ge<A: ?Sized + KdaOrd<B>, B: ?Sized>(a: &A, b: &B) -> A::Output {
+    a.kda_cmp(CmpOp::Ge, b)
+}
+
+/// `a && b`.
+#[track_caller]
+pub fn and<A: KdaLogic<B>, B>(a: A, b: impl FnOnce() -> B) -> A::Output {
+    a.kda_logic(false, b)
+}
+
+/// `a || b`.
+#[track_caller]
+pub fn or<A: KdaLogic<B>, B>(a: A, b: impl FnOnce() -> B) -> A::Output {
+    a.kda_logic(true, b)
+}
+
+/// A `for` loop over `iter` (comptime iterator or runtime range).
+#[track_caller]
+pub fn for_each<I: ForLoop, S: CarryTuple>(
+    iter: I,
+    state: &mut S,
+    names: &[&str],
+    f: impl FnMut(I::Item, &mut S),
+) {
+    iter.run(state, names, f)
+}

@@ -1,0 +1,36 @@
+// `decay` is filled by the gate warps of every CTA through `decay_full`: its
+// contents are defined only after the wait.
+use kda::cluster_kernel;
+
+#[cluster_kernel(block = 64, cluster = 2)]
+fn gated(out: Tensor<f32, rows, 32>) {
+    let main = role!(0..32);
+    let gate = role!(32..64);
+    let decay_full = mbarrier!(arrivals = 1, tx = 256, roles = [main, gate]);
+    let decay = shared!([f32; 32], guard = decay_full, roles = [main, gate]);
+    let lane = thread_idx() % 32;
+    in_role!(main, {
+        if lane == 0 {
+            decay_full.init();
+            decay_full.arm();
+        }
+        fence_mbarrier_init();
+    });
+    cluster_sync();
+    in_role!(gate, {
+        send!(
+            decay[lane] = lane.cast::<f32>() * 0.5,
+            to = all,
+            completes = decay_full
+        );
+    });
+    in_role!(main, {
+        let d = decay[lane];
+        decay_full.wait();
+        out[[block_idx(0), lane]] = d;
+    });
+}
+
+fn main() {
+    let _ = gated();
+}

@@ -1,0 +1,19 @@
+// A role of 100 threads ends in the middle of a warp: a warp would be split
+// between role code and non-role code.
+use kda::cluster_kernel;
+
+#[cluster_kernel(block = 160)]
+fn kda_split(out: Tensor<f32, rows, 160>) {
+    let state = role!(0..100);
+    let gate = role!(128..160);
+    in_role!(state, {
+        out[[block_idx(0), thread_idx()]] = 1.0;
+    });
+    in_role!(gate, {
+        out[[block_idx(0), thread_idx()]] = 2.0;
+    });
+}
+
+fn main() {
+    let _ = kda_split();
+}

@@ -1,0 +1,19 @@
+// The gate warp is placed at 160..192, outside the 160-thread block: its code
+// would never run.
+use kda::cluster_kernel;
+
+#[cluster_kernel(block = 160)]
+fn kda_split(out: Tensor<f32, rows, 160>) {
+    let state = role!(0..128);
+    let gate = role!(160..192);
+    in_role!(state, {
+        out[[block_idx(0), thread_idx()]] = 1.0;
+    });
+    in_role!(gate, {
+        out[[block_idx(0), thread_idx()]] = 2.0;
+    });
+}
+
+fn main() {
+    let _ = kda_split();
+}

@@ -1,0 +1,19 @@
+// The legal form: the state role is four whole warps.
+use kda::cluster_kernel;
+
+#[cluster_kernel(block = 160)]
+fn kda_split(out: Tensor<f32, rows, 160>) {
+    let state = role!(0..128);
+    let gate = role!(128..160);
+    in_role!(state, {
+        out[[block_idx(0), thread_idx()]] = 1.0;
+    });
+    in_role!(gate, {
+        out[[block_idx(0), thread_idx()]] = 2.0;
+    });
+}
+
+fn main() {
+    let k = kda_split();
+    kda::ir::verifier::verify(&k).unwrap_or_else(|e| panic!("{e}"));
+}
