@@ -5,27 +5,24 @@ use kda::cluster_kernel;
 
 #[cluster_kernel(block = 32)]
 fn located(x: Tensor<f32, rows, 32>, n: u32) {
-    let lane = lane_id(); // LINE lane
-    let mut v = x[[block_idx(0), lane]]; // LINE load
+    let lane = lane_id();
+    let mut v = x[[block_idx(0), lane]];
     if lane < 16 {
-        // LINE if
-        v *= 2.0; // LINE mul
+        v *= 2.0;
     }
     for _ in 0..n {
-        // LINE for
-        v += 1.0; // LINE add
+        v += 1.0;
     }
-    x[[block_idx(0), lane]] = v; // LINE store
+    x[[block_idx(0), lane]] = v;
 }
 
-/// The line of this file carrying the marker `// LINE <what>`.
-fn line_of(what: &str) -> u32 {
+/// The line of this file that starts (after indentation) with `code`.
+fn line_of(code: &str) -> u32 {
     let src = include_str!("macro_locations.rs");
-    let marker = format!("// LINE {what}");
     let n = src
         .lines()
-        .position(|l| l.trim_end().ends_with(&marker))
-        .expect("marker");
+        .position(|l| l.trim_start().starts_with(code))
+        .expect("line");
     n as u32 + 1
 }
 
@@ -42,17 +39,19 @@ fn instructions_point_at_the_kernel_lines() {
         );
     }
     let at = |op: &str| -> Vec<u32> {
-        k.insts
-            .values()
-            .filter(|i| kda::ir::write::mnemonic(&i.op) == op)
-            .map(|i| i.loc.line)
-            .collect()
+        let insts = k.insts.values();
+        let here = insts.filter(|i| kda::ir::write::mnemonic(&i.op) == op);
+        here.map(|i| i.loc.line).collect()
     };
-    assert_eq!(at("ld.global"), [line_of("load")], "{text}");
-    assert_eq!(at("st.global"), [line_of("store")], "{text}");
-    assert_eq!(at("mul"), [line_of("mul")], "{text}");
-    assert_eq!(at("add"), [line_of("add")], "{text}");
-    assert_eq!(at("if"), [line_of("if")], "{text}");
-    assert_eq!(at("for"), [line_of("for")], "{text}");
-    assert_eq!(at("cmp.lt"), [line_of("if")], "{text}");
+    assert_eq!(at("ld.global"), [line_of("let mut v = x")], "{text}");
+    assert_eq!(
+        at("st.global"),
+        [line_of("x[[block_idx(0), lane]] = v")],
+        "{text}"
+    );
+    assert_eq!(at("mul"), [line_of("v *= 2.0")], "{text}");
+    assert_eq!(at("add"), [line_of("v += 1.0")], "{text}");
+    assert_eq!(at("if"), [line_of("if lane < 16")], "{text}");
+    assert_eq!(at("cmp.lt"), [line_of("if lane < 16")], "{text}");
+    assert_eq!(at("for"), [line_of("for _ in 0..n")], "{text}");
 }

@@ -41,9 +41,21 @@ pub fn dtypes(args: &KdaArgs) -> Dtypes {
     }
 }
 
-/// The kernel for this configuration and these arguments.
+/// The kernel for this configuration, specialised for these arguments'
+/// dtypes and strides.
 pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Kernel {
-    kernel::build(cfg, &dtypes(args))
+    let strides = Arg::ALL
+        .iter()
+        .filter_map(|&a| {
+            args.tensor(a).map(|t| {
+                (
+                    a.name().to_string(),
+                    t.strides().iter().map(|&s| s as u64).collect(),
+                )
+            })
+        })
+        .collect();
+    kernel::build_for(cfg, &dtypes(args), &kernel::Strides(strides))
 }
 
 /// The tensors in kernel parameter order (spec order, `accepted` last).

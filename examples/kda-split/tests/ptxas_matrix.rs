@@ -20,7 +20,11 @@ fn assemble(label: &str, cfg: &KdaConfig) -> bool {
     });
     println!(
         "{label}: {} registers, {} B spill stores, {} B spill loads, {} B stack, {} B dynamic smem",
-        report.registers, report.spill_stores, report.spill_loads, report.stack_frame, compiled.layout.bytes
+        report.registers,
+        report.spill_stores,
+        report.spill_loads,
+        report.stack_frame,
+        compiled.layout.bytes
     );
     let clean = (report.spill_stores, report.spill_loads) == (0, 0);
     if !clean {
@@ -31,9 +35,15 @@ fn assemble(label: &str, cfg: &KdaConfig) -> bool {
 
 #[test]
 fn matrix_assembles_without_spills() {
-    let spilled: Vec<String> =
-        MATRIX.iter().filter(|p| !assemble(&p.label(), &p.config())).map(|p| p.label()).collect();
-    assert!(spilled.is_empty(), "configurations that spill: {spilled:#?}");
+    let spilled: Vec<String> = MATRIX
+        .iter()
+        .filter(|p| !assemble(&p.label(), &p.config()))
+        .map(|p| p.label())
+        .collect();
+    assert!(
+        spilled.is_empty(),
+        "configurations that spill: {spilled:#?}"
+    );
 }
 
 #[test]

@@ -55,7 +55,11 @@ impl Emitter<'_> {
                 2 => ".v2",
                 _ => ".v4",
             };
-            let src = if ops.len() == 1 { ops[0].to_string() } else { brace(&ops) };
+            let src = if ops.len() == 1 {
+                ops[0].to_string()
+            } else {
+                brace(&ops)
+            };
             self.ins(format!("st.shared{vec}.{elem} [{l_elem}], {src}"));
             self.ins("fence.acq_rel.cta");
             self.ins(format!(

@@ -34,6 +34,22 @@ impl Default for Dtypes {
     }
 }
 
+/// Element strides known when the kernel is built (the call's actual
+/// layout), by argument name. Known strides become constants in the PTX;
+/// the others are bound at launch. `bind_syms` rejects a launch whose
+/// tensors do not have the strides the kernel was built for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Strides(pub Vec<(String, Vec<u64>)>);
+
+impl Strides {
+    fn get(&self, name: &str) -> Option<&[u64]> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s.as_slice())
+    }
+}
+
 /// The kernel's parameters and roles.
 pub struct Params {
     pub x: Tensor,
@@ -59,7 +75,7 @@ pub struct Params {
 }
 
 impl Params {
-    pub fn declare(b: &mut Builder, cfg: &KdaConfig, dt: &Dtypes) -> Params {
+    pub fn declare(b: &mut Builder, cfg: &KdaConfig, dt: &Dtypes, known: &Strides) -> Params {
         use Provenance::{Produced, Ready};
         let h = cfg.heads as u64;
         let dim = h * 128;
@@ -79,15 +95,18 @@ impl Params {
                        prov: Provenance,
                        access: Access| {
             let n = shape.len();
-            let strides: Vec<Dim> = (0..n)
-                .map(|i| {
-                    if contiguous && i == n - 1 {
-                        Dim::Const(1)
-                    } else {
-                        Dim::Sym(b.sym(format!("{name}.stride{i}")))
-                    }
-                })
-                .collect();
+            let strides: Vec<Dim> = match known.get(name) {
+                Some(s) if s.len() == n => s.iter().map(|&x| Dim::Const(x)).collect(),
+                _ => (0..n)
+                    .map(|i| {
+                        if contiguous && i == n - 1 {
+                            Dim::Const(1)
+                        } else {
+                            Dim::Sym(b.sym(format!("{name}.stride{i}")))
+                        }
+                    })
+                    .collect(),
+            };
             b.tensor(name, dtype, shape, &strides, prov, access)
         };
         let x = strided(
@@ -178,7 +197,7 @@ impl Params {
                 Access::Read,
             )
         };
-        let state = if cfg.staged() {
+        let state = if cfg.staged() && known.get("state").is_none() {
             let page = b.sym("state.stride0");
             let head = b.sym("state.stride1");
             b.tensor(

@@ -18,7 +18,7 @@ mod layout;
 mod ops;
 mod state;
 
-pub use layout::{Dtypes, Params};
+pub use layout::{Dtypes, Params, Strides};
 
 use kda_ir::{Builder, CmpOp, Kernel, LaunchDecl, Type, Value};
 
@@ -41,8 +41,16 @@ pub(crate) struct Slots {
     pub writes: Vec<Value>,
 }
 
-/// Build KdaSplit for one configuration and argument dtypes.
+/// Build KdaSplit for one configuration and argument dtypes, every stride
+/// bound at launch.
 pub fn build(cfg: &KdaConfig, dtypes: &Dtypes) -> Kernel {
+    build_for(cfg, dtypes, &Strides::default())
+}
+
+/// Build KdaSplit with the strides known now baked in as constants (the
+/// runner passes the call's actual strides: fewer parameters, cheaper
+/// addressing).
+pub fn build_for(cfg: &KdaConfig, dtypes: &Dtypes, strides: &Strides) -> Kernel {
     let occupancy = cfg.schedule.occupancy;
     let mut b = Builder::new(
         "kda_split",
@@ -53,7 +61,7 @@ pub fn build(cfg: &KdaConfig, dtypes: &Dtypes) -> Kernel {
         },
     );
     b.set_early(cfg.early());
-    let p = Params::declare(&mut b, cfg, dtypes);
+    let p = Params::declare(&mut b, cfg, dtypes, strides);
     let t = cfg.tokens;
 
     if cfg.trigger_at_entry() {
