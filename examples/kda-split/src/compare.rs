@@ -155,23 +155,81 @@ pub fn compare(config: &KdaConfig, args: &KdaArgs, actual: &Actual, expected: &E
             checks: vec![Check::unusable("arguments", note)],
         };
     }
-    // `expected` must describe these arguments before slots can index it.
+    let (dim, t) = (config.dim(), config.tokens as usize);
+    let mut padding_rows = Vec::new();
+    let mut written_slots = Vec::new();
+    for b in 0..args.requests() {
+        match resolve(config.tokens, args, b) {
+            Request::Padding => padding_rows.extend(b * t..(b + 1) * t),
+            Request::Active { writes, .. } => written_slots.extend(writes.into_iter().flatten()),
+        }
+    }
+    let footprint = Footprint {
+        output_len: args.output.numel(),
+        state_len: args.state.numel(),
+        conv_state_len: args.conv_state.numel(),
+        row_len: dim,
+        padding_rows,
+        heads: config.heads as usize,
+        state_page: config.heads as usize * HEAD_DIM * HEAD_DIM,
+        written_slots,
+    };
+    compare_footprint(&footprint, actual, expected)
+}
+
+/// What a comparison needs to know about a launch beyond the tensors: which
+/// output rows are padding and which state slots it may write. Any decode
+/// kernel whose results are an output, a slotted f32 state and a bf16 conv
+/// state (KdaSplit, GDN, Mamba-2) is compared through this.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Elements of the launch's `output`, `state` and `conv_state`: `expected`
+    /// must have these lengths (its output and output_f32 both `output_len`).
+    pub output_len: usize,
+    pub state_len: usize,
+    pub conv_state_len: usize,
+    /// Output elements per activation row.
+    pub row_len: usize,
+    /// Output rows that must be exactly zero (rows of padding requests).
+    pub padding_rows: Vec<usize>,
+    /// Heads per state slot (for the report only).
+    pub heads: usize,
+    /// f32 elements per state slot; the state holds `len / state_page` slots.
+    pub state_page: usize,
+    /// State slots the launch may write (repeats allowed).
+    pub written_slots: Vec<usize>,
+}
+
+/// The checks of [`compare`] for any launch described by `footprint`:
+///
+/// * `output`: relative Frobenius error of the bf16 output against
+///   `expected.output_f32`, limit [`OUTPUT_LIMIT`], and no element may still
+///   hold the sentinel; `output padding rows`: exactly zero;
+/// * `output_f32` (if the runner exposes it): limit [`STATE_LIMIT`];
+/// * `state (written)`: the written slots' pages, limit [`STATE_LIMIT`];
+///   `state (unwritten)`: every other page bit-exact;
+/// * `conv_state`: bit-exact everywhere.
+///
+/// `expected` must have the launch's lengths (else only those mismatches are
+/// reported), and `actual` must have `expected`'s.
+pub fn compare_footprint(footprint: &Footprint, actual: &Actual, expected: &Expected) -> Report {
+    // `expected` must describe the launch before slots can index it.
     let sizes = [
         (
             "expected.output",
             expected.output.len(),
-            args.output.numel(),
+            footprint.output_len,
         ),
         (
             "expected.output_f32",
             expected.output_f32.len(),
-            args.output.numel(),
+            footprint.output_len,
         ),
-        ("expected.state", expected.state.len(), args.state.numel()),
+        ("expected.state", expected.state.len(), footprint.state_len),
         (
             "expected.conv_state",
             expected.conv_state.len(),
-            args.conv_state.numel(),
+            footprint.conv_state_len,
         ),
     ];
     let mismatched: Vec<Check> = sizes
@@ -181,10 +239,7 @@ pub fn compare(config: &KdaConfig, args: &KdaArgs, actual: &Actual, expected: &E
     if !mismatched.is_empty() {
         return Report { checks: mismatched };
     }
-    let (dim, heads, t) = (config.dim(), config.heads as usize, config.tokens as usize);
-    let plans: Vec<Request> = (0..args.requests())
-        .map(|b| resolve(config.tokens, args, b))
-        .collect();
+    let (dim, heads) = (footprint.row_len, footprint.heads);
     let mut checks = Vec::new();
 
     // Output.
@@ -211,14 +266,9 @@ pub fn compare(config: &KdaConfig, args: &KdaArgs, actual: &Actual, expected: &E
         check.passed &= unwritten == 0;
         checks.push(check);
 
-        let padding_rows = plans
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| **p == Request::Padding)
-            .flat_map(|(b, _)| b * t..(b + 1) * t);
         let (mut count, mut total) = (0, 0);
-        for row in padding_rows {
-            for v in &actual.output[row * dim..(row + 1) * dim] {
+        for &row in &footprint.padding_rows {
+            for v in actual.output.get(row * dim..(row + 1) * dim).unwrap_or(&[]) {
                 total += 1;
                 count += usize::from(v.to_bits() != 0);
             }
@@ -251,14 +301,12 @@ pub fn compare(config: &KdaConfig, args: &KdaArgs, actual: &Actual, expected: &E
     if let Some(bad) = length_mismatch("state", actual.state.len(), expected.state.len()) {
         checks.push(bad);
     } else {
-        let page = HEAD_DIM * HEAD_DIM * heads;
+        let page = footprint.state_page.max(1);
         let num_slots = expected.state.len() / page;
         let mut written = vec![false; num_slots];
-        for plan in &plans {
-            if let Request::Active { writes, .. } = plan {
-                for &w in writes.iter().flatten() {
-                    written[w] = true;
-                }
+        for &w in &footprint.written_slots {
+            if let Some(slot) = written.get_mut(w) {
+                *slot = true;
             }
         }
         let (mut a, mut e) = (Vec::new(), Vec::new());

@@ -231,7 +231,17 @@ pub fn generate(options: &GenOptions) -> KdaArgs {
         }
     });
 
-    let (slots_tensor, accepted) = g.slot_table(o, slots);
+    let (slots_tensor, accepted) = slot_table(
+        &mut g.0,
+        &SlotOptions {
+            requests: b,
+            tokens: o.tokens,
+            num_slots: slots,
+            padding: o.padding,
+            holes: o.holes,
+            slot_extra: o.slot_extra,
+        },
+    );
 
     let state = g.f32(vec![slots, h, D, D], |g| g.normal(0.0, 0.1));
     let output = HostTensor::new(
@@ -306,52 +316,70 @@ impl Gen {
             }
         }
     }
+}
 
-    fn pad(&mut self) -> i32 {
-        if self.0.random_bool(0.5) { 0 } else { PAD_SLOT }
-    }
+/// How [`slot_table`] draws a slot table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlotOptions {
+    /// Requests B.
+    pub requests: usize,
+    /// Tokens per request T.
+    pub tokens: u32,
+    /// Slots S of the cache tensors; at least `1 + B*T`.
+    pub num_slots: usize,
+    /// Probability that a request is padding (read slot 0 or -1).
+    pub padding: f64,
+    /// Probability that an eligible write slot of an active T > 1 request is
+    /// a hole (0 or -1). Eligible: neither the conv column 0 nor the read column.
+    pub holes: f64,
+    /// `slots` columns beyond T for T > 1 (never read; filled with -1).
+    pub slot_extra: usize,
+}
 
-    /// `slots` and `accepted`. Every request draws T distinct fresh slots (vLLM
-    /// gives each speculative token its own block); padding requests keep some
-    /// of theirs, so a wrongly taken padding branch writes a visible slot.
-    fn slot_table(&mut self, o: &GenOptions, num_slots: usize) -> (HostTensor, Option<HostTensor>) {
-        let (b, t) = (o.requests, o.tokens as usize);
-        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
-        pool.shuffle(&mut self.0);
-        let mut fresh = pool.into_iter();
-        let columns = if t == 1 { 1 } else { t + o.slot_extra };
-        let mut table = vec![PAD_SLOT; b * columns];
-        let mut accepted = Vec::with_capacity(b);
-        for request in 0..b {
-            let a = if t == 1 {
-                1
+/// `slots` (I32 `[B]` for T = 1, `[B, T + slot_extra]` for T > 1) and
+/// `accepted` (I32 `[B]`, T > 1 only) with the cache semantics of spec §2.
+/// Every request draws T distinct fresh slots from `1..num_slots` (vLLM gives
+/// each speculative token its own block); padding requests keep some of
+/// theirs, so a wrongly taken padding branch writes a visible slot. Panics if
+/// `num_slots <= B*T` or a probability is outside [0, 1].
+pub fn slot_table(rng: &mut ChaCha8Rng, o: &SlotOptions) -> (HostTensor, Option<HostTensor>) {
+    let (b, t) = (o.requests, o.tokens as usize);
+    assert!(
+        o.num_slots > b * t,
+        "num_slots = {} leaves no room for {b} requests of {t} distinct slots plus the null slot",
+        o.num_slots
+    );
+    let pad = |rng: &mut ChaCha8Rng| if rng.random_bool(0.5) { 0 } else { PAD_SLOT };
+    let mut pool: Vec<i32> = (1..o.num_slots as i32).collect();
+    pool.shuffle(rng);
+    let mut fresh = pool.into_iter();
+    let columns = if t == 1 { 1 } else { t + o.slot_extra };
+    let mut table = vec![PAD_SLOT; b * columns];
+    let mut accepted = Vec::with_capacity(b);
+    for request in 0..b {
+        let a = if t == 1 { 1 } else { rng.random_range(1..=t) };
+        accepted.push(a as i32);
+        let padding = rng.random_bool(o.padding);
+        let row = &mut table[request * columns..];
+        for (column, entry) in row[..t].iter_mut().enumerate() {
+            let slot = fresh.next().expect("num_slots checked");
+            let read = column == a - 1;
+            let unused = if padding {
+                read || rng.random_bool(0.5)
             } else {
-                self.0.random_range(1..=t)
+                !read && column != 0 && rng.random_bool(o.holes)
             };
-            accepted.push(a as i32);
-            let padding = self.0.random_bool(o.padding);
-            let row = &mut table[request * columns..];
-            for (column, entry) in row[..t].iter_mut().enumerate() {
-                let slot = fresh.next().expect("num_slots checked");
-                let read = column == a - 1;
-                let unused = if padding {
-                    read || self.0.random_bool(0.5)
-                } else {
-                    !read && column != 0 && self.0.random_bool(o.holes)
-                };
-                *entry = if unused { self.pad() } else { slot };
-            }
+            *entry = if unused { pad(rng) } else { slot };
         }
-        let slots = if t == 1 {
-            HostTensor::new(table, vec![b])
-        } else {
-            HostTensor::new(table, vec![b, columns])
-        }
-        .expect("slot table length");
-        let accepted =
-            (t > 1).then(|| HostTensor::new(accepted, vec![b]).expect("accepted length"));
-        (slots, accepted)
     }
+    let slots = if t == 1 {
+        HostTensor::new(table, vec![b])
+    } else {
+        HostTensor::new(table, vec![b, columns])
+    }
+    .expect("slot table length");
+    let accepted = (t > 1).then(|| HostTensor::new(accepted, vec![b]).expect("accepted length"));
+    (slots, accepted)
 }
 
 #[cfg(test)]

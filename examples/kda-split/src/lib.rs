@@ -4,6 +4,7 @@
 //! tools (spec: `../shared/spec/KDA.md`).
 
 pub mod args;
+pub mod bench;
 pub mod case;
 pub mod compare;
 pub mod config;
@@ -16,8 +17,12 @@ pub mod validate;
 
 pub use args::{Arg, DType, HostData, HostTensor, KdaArgs, TensorError};
 pub use case::{Case, CaseError, CaseMeta};
-pub use compare::{Actual, Check, Measure, Report, compare};
+pub use compare::{Actual, Check, Footprint, Measure, Report, compare, compare_footprint};
 pub use config::{ConfigError, GateMode, KdaConfig, Schedule};
-pub use generator::{ConvLayout, DtBias, GateInputs, GenOptions, generate};
-pub use reference::{Expected, RawGateOrder, Request, reference, resolve};
-pub use validate::{ArgError, validate, validate_layout};
+pub use generator::{
+    ConvLayout, DtBias, GateInputs, GenOptions, SlotOptions, generate, slot_table,
+};
+pub use reference::{Expected, RawGateOrder, Request, reference, resolve, resolve_slots};
+pub use validate::{
+    ArgError, SlotError, SlotRef, SlotTensor, check_slot_table, validate, validate_layout,
+};

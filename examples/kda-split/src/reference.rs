@@ -78,12 +78,25 @@ pub enum Request {
 /// Resolves request `b` of a launch with `tokens` tokens. `args` must be valid
 /// (see [`validate`]); slot values are then known to be in range.
 pub fn resolve(tokens: u32, args: &KdaArgs, b: usize) -> Request {
+    resolve_slots(tokens, &args.slots, args.accepted.as_ref(), b)
+}
+
+/// Spec §2 from the slot table alone, for any kernel with KdaSplit's cache
+/// semantics: `slots` is I32 `[B]` (T = 1) or `[B, >= T]` (T > 1), and
+/// `accepted` is I32 `[B]` with values in `1..=T` when T > 1 (ignored when
+/// T = 1). Panics on other layouts; validate first.
+pub fn resolve_slots(
+    tokens: u32,
+    slots: &HostTensor,
+    accepted: Option<&HostTensor>,
+    b: usize,
+) -> Request {
     let t = tokens as usize;
     let slot = |column: usize| {
         let index: &[usize] = if t == 1 { &[b] } else { &[b, column] };
-        args.slots.get_i32(index).expect("slots is I32")
+        slots.get_i32(index).expect("slots is I32")
     };
-    let offset = match &args.accepted {
+    let offset = match accepted {
         Some(accepted) if t > 1 => accepted.get_i32(&[b]).expect("accepted is I32") as usize - 1,
         _ => 0,
     };

@@ -65,7 +65,8 @@ impl fmt::Display for Dim {
 pub struct ShapePattern(pub Vec<Dim>);
 
 impl ShapePattern {
-    fn matches(&self, shape: &[usize]) -> bool {
+    /// Same rank, and every extent meets its [`Dim`].
+    pub fn matches(&self, shape: &[usize]) -> bool {
         shape.len() == self.0.len()
             && self.0.iter().zip(shape).all(|(d, &n)| match *d {
                 Dim::Any => true,
@@ -240,17 +241,126 @@ pub fn validate_layout(config: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
 /// Slot-table and `accepted` values (§4.2–4.5). Needs well-formed `slots`,
 /// `accepted`, `state` and `conv_state`.
 fn check_slots(config: &KdaConfig, args: &KdaArgs, errors: &mut Vec<ArgError>) {
-    let t = config.tokens as usize;
-    let num_state = args.state.shape()[0];
-    let num_conv = args.conv_state.shape()[0];
+    let table = check_slot_table(
+        config.tokens,
+        &args.slots,
+        args.accepted.as_ref(),
+        args.state.shape()[0],
+        args.conv_state.shape()[0],
+    );
+    errors.extend(table.into_iter().map(ArgError::from));
+}
+
+/// The per-slot tensor a slot entry indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SlotTensor {
+    State,
+    ConvState,
+}
+
+impl fmt::Display for SlotTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::State => "state",
+            Self::ConvState => "conv_state",
+        })
+    }
+}
+
+/// A violation of the slot-table contract (§4.2–4.4), for any kernel with
+/// KdaSplit's cache semantics (spec §2).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum SlotError {
+    #[error(
+        "accepted[{request}] = {value} is outside 1..={tokens} (required for every request, padding included)"
+    )]
+    Accepted {
+        request: usize,
+        value: i32,
+        tokens: u32,
+    },
+    #[error("{entry} = {slot} is outside the {num_slots} slots of {tensor}")]
+    SlotRange {
+        entry: SlotRef,
+        slot: i32,
+        tensor: SlotTensor,
+        num_slots: usize,
+    },
+    #[error("{entry} = {slot}: an active multi-token request needs a positive conv slot")]
+    ConvSlot { entry: SlotRef, slot: i32 },
+    #[error("{entry} = {slot} repeats {first}; positive write slots of a request must be distinct")]
+    RepeatedWrite {
+        entry: SlotRef,
+        slot: i32,
+        first: SlotRef,
+    },
+    #[error("{entry} = {slot} is also used by {first}; active requests must own distinct slots")]
+    SharedSlot {
+        entry: SlotRef,
+        slot: i32,
+        first: SlotRef,
+    },
+}
+
+impl From<SlotError> for ArgError {
+    fn from(e: SlotError) -> Self {
+        match e {
+            SlotError::Accepted {
+                request,
+                value,
+                tokens,
+            } => Self::Accepted {
+                request,
+                value,
+                tokens,
+            },
+            SlotError::SlotRange {
+                entry,
+                slot,
+                tensor,
+                num_slots,
+            } => Self::SlotRange {
+                entry,
+                slot,
+                tensor: match tensor {
+                    SlotTensor::State => Arg::State,
+                    SlotTensor::ConvState => Arg::ConvState,
+                },
+                num_slots,
+            },
+            SlotError::ConvSlot { entry, slot } => Self::ConvSlot { entry, slot },
+            SlotError::RepeatedWrite { entry, slot, first } => {
+                Self::RepeatedWrite { entry, slot, first }
+            }
+            SlotError::SharedSlot { entry, slot, first } => Self::SharedSlot { entry, slot, first },
+        }
+    }
+}
+
+/// Slot-table and `accepted` values of a launch with `tokens` tokens per
+/// request (§4.2–4.4): `accepted` in 1..=T for every request, slots inside
+/// `num_state` state slots and `num_conv` conv slots, a positive conv slot for
+/// active multi-token requests, distinct write slots within a request and
+/// disjoint slots across active requests. The layouts must already be valid:
+/// `slots` I32 `[B]` (T = 1) or `[B, >= T]`, `accepted` I32 `[B]` when T > 1
+/// (ignored when T = 1); anything else panics.
+pub fn check_slot_table(
+    tokens: u32,
+    slots: &HostTensor,
+    accepted: Option<&HostTensor>,
+    num_state: usize,
+    num_conv: usize,
+) -> Vec<SlotError> {
+    let mut errors = Vec::new();
+    let t = tokens as usize;
+    let requests = slots.shape().first().copied().unwrap_or(0);
     let slot = |request, column| {
         let index: &[usize] = if t == 1 {
             &[request]
         } else {
             &[request, column]
         };
-        let value = args
-            .slots
+        let value = slots
             .get_i32(index)
             .expect("slots is I32 after the layout checks");
         let entry = SlotRef {
@@ -261,8 +371,8 @@ fn check_slots(config: &KdaConfig, args: &KdaArgs, errors: &mut Vec<ArgError>) {
     };
     // First entry of every slot an active request touches, for §4.3.
     let mut owners: HashMap<i32, SlotRef> = HashMap::new();
-    for b in 0..args.requests() {
-        let offset = match &args.accepted {
+    for b in 0..requests {
+        let offset = match accepted {
             Some(accepted) if t > 1 => {
                 let a = accepted
                     .get_i32(&[b])
@@ -270,10 +380,10 @@ fn check_slots(config: &KdaConfig, args: &KdaArgs, errors: &mut Vec<ArgError>) {
                 if !(1..=t as i32).contains(&a) {
                     // The kernel indexes slots[b, a - 1] before the padding test,
                     // so this holds for padding requests too.
-                    errors.push(ArgError::Accepted {
+                    errors.push(SlotError::Accepted {
                         request: b,
                         value: a,
-                        tokens: config.tokens,
+                        tokens,
                     });
                     continue;
                 }
@@ -285,16 +395,16 @@ fn check_slots(config: &KdaConfig, args: &KdaArgs, errors: &mut Vec<ArgError>) {
         if read.1 <= 0 {
             continue; // padding: reads nothing else, writes only zero outputs
         }
-        in_range(errors, read, Arg::State, num_state);
+        in_range(&mut errors, read, SlotTensor::State, num_state);
         let mut touched = vec![read];
         let conv = slot(b, 0);
         if conv.1 <= 0 {
-            errors.push(ArgError::ConvSlot {
+            errors.push(SlotError::ConvSlot {
                 entry: conv.0,
                 slot: conv.1,
             });
         } else {
-            in_range(errors, conv, Arg::ConvState, num_conv);
+            in_range(&mut errors, conv, SlotTensor::ConvState, num_conv);
             touched.push(conv);
         }
         let mut writes: HashMap<i32, SlotRef> = HashMap::new();
@@ -304,10 +414,10 @@ fn check_slots(config: &KdaConfig, args: &KdaArgs, errors: &mut Vec<ArgError>) {
                 continue; // a hole: output computed, state not stored
             }
             if column != offset {
-                in_range(errors, write, Arg::State, num_state);
+                in_range(&mut errors, write, SlotTensor::State, num_state);
             }
             match writes.get(&write.1) {
-                Some(&first) => errors.push(ArgError::RepeatedWrite {
+                Some(&first) => errors.push(SlotError::RepeatedWrite {
                     entry: write.0,
                     slot: write.1,
                     first,
@@ -327,23 +437,24 @@ fn check_slots(config: &KdaConfig, args: &KdaArgs, errors: &mut Vec<ArgError>) {
             }
             mine.push(slot);
             match owners.get(&slot) {
-                Some(&first) => errors.push(ArgError::SharedSlot { entry, slot, first }),
+                Some(&first) => errors.push(SlotError::SharedSlot { entry, slot, first }),
                 None => {
                     owners.insert(slot, entry);
                 }
             }
         }
     }
+    errors
 }
 
 fn in_range(
-    errors: &mut Vec<ArgError>,
+    errors: &mut Vec<SlotError>,
     (entry, slot): (SlotRef, i32),
-    tensor: Arg,
+    tensor: SlotTensor,
     num_slots: usize,
 ) {
     if !usize::try_from(slot).is_ok_and(|s| s < num_slots) {
-        errors.push(ArgError::SlotRange {
+        errors.push(SlotError::SlotRange {
             entry,
             slot,
             tensor,

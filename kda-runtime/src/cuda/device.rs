@@ -161,6 +161,71 @@ impl CudaDevice {
         CudaKernel::prepare(image, kernel, dyn_smem_bytes)
     }
 
+    /// A new buffer of `bytes` zero bytes, allocated and cleared on the device
+    /// (stream-ordered; nothing crosses from the host). For large scratch
+    /// buffers that a kernel fills, where [`Device::upload`] of zeros would
+    /// copy gigabytes from the host.
+    pub fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, RuntimeError> {
+        self.not_capturing("cuMemAllocAsync")?;
+        // The driver refuses empty allocations; an empty buffer holds one unused byte.
+        let mem = self
+            .stream
+            .alloc_zeros::<u8>(bytes.max(1))
+            .driver("cuMemAllocAsync", NO_KERNEL)?;
+        Ok(CudaBuffer {
+            mem: Arc::new(mem),
+            bytes,
+        })
+    }
+
+    /// Enqueue a driver device-to-device copy of all of `src` into `dst`
+    /// (`cuMemcpyDtoDAsync`): the reference a copy kernel is measured against.
+    pub fn copy_buffer(&self, src: &CudaBuffer, dst: &CudaBuffer) -> Result<(), RuntimeError> {
+        self.not_capturing("cuMemcpyDtoDAsync")?;
+        if !self.owns(src) || !self.owns(dst) {
+            return Err(RuntimeError::Driver {
+                call: "cuMemcpyDtoDAsync",
+                kernel: NO_KERNEL.into(),
+                msg: "the buffer belongs to another device".into(),
+            });
+        }
+        if src.bytes > dst.bytes {
+            return Err(RuntimeError::Driver {
+                call: "cuMemcpyDtoDAsync",
+                kernel: NO_KERNEL.into(),
+                msg: format!(
+                    "copying {} bytes into a buffer of {} bytes",
+                    src.bytes, dst.bytes
+                ),
+            });
+        }
+        self.ctx
+            .bind_to_thread()
+            .driver("cuCtxSetCurrent", NO_KERNEL)?;
+        // SAFETY: both buffers are live allocations of this device holding at
+        // least `src.bytes` bytes; the copy is ordered on the one stream, and
+        // frees are stream-ordered after it.
+        unsafe {
+            sys::cuMemcpyDtoDAsync_v2(
+                dst.ptr(&self.stream),
+                src.ptr(&self.stream),
+                src.bytes,
+                self.stream.cu_stream(),
+            )
+            .result()
+        }
+        .driver("cuMemcpyDtoDAsync", NO_KERNEL)
+    }
+
+    /// Bytes of L2 cache of the GPU.
+    pub fn l2_cache_bytes(&self) -> Result<usize, RuntimeError> {
+        let bytes = self
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .driver("cuDeviceGetAttribute", NO_KERNEL)?;
+        Ok(bytes.max(0) as usize)
+    }
+
     /// Distinct PTX modules loaded so far (kernels with identical PTX share one).
     pub fn loaded_modules(&self) -> usize {
         self.modules.len()

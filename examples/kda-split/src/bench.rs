@@ -1,0 +1,645 @@
+//! `kda-split bench`: KdaSplit's step time on the GPU against the targets of
+//! the issue, with the two ceilings measured in the same run.
+//!
+//! 1. **Copy ceiling**: a copy kernel written with the kda-ir builder
+//!    (`f32x4` loads and stores) over 1 GiB, several block / unroll variants,
+//!    bytes read + written over the median time; the best verified variant
+//!    is the ceiling. The driver's device-to-device copy is shown beside it.
+//! 2. **Graph kernel-node floor**: graphs of 256 empty kernels, one CTA and
+//!    KdaSplit's batch-1 geometry (12 heads × clusters of 8), with and
+//!    without PDL.
+//! 3. **KdaSplit** over heads × batch × tokens × schedule. Per point, the
+//!    state lives in slot groups totalling ≥ 4 × L2 (filled on the device);
+//!    a graph holds `max(groups, 32)` PDL-chained steps, step `s` on slot
+//!    group `s mod groups`, and is replayed for about 250 ms; µs/step is the
+//!    median replay time over the steps. State traffic is
+//!    `B·H·128·128·4·(1 + T)` bytes per step (one page read, T written per
+//!    request and head; every request active).
+//!
+//! Prints markdown tables (copy, floor, every schedule, targets with
+//! verdicts) and writes everything as JSON with `--json FILE`. Without a GPU
+//! it says so and exits 0 (unless `KDA_REQUIRE_GPU` is set); `--sim` checks
+//! the machinery on the simulator instead.
+
+pub mod gpu;
+pub mod kernels;
+pub mod report;
+pub mod sim;
+pub mod workload;
+
+use std::error::Error;
+use std::time::Instant;
+
+use kda_runtime::{CudaDevice, Device, RuntimeError};
+use serde_json::json;
+
+use crate::config::KdaConfig;
+use gpu::{Budget, copy_ceiling, measure_kda, node_floor, tbps};
+use report::{Candidate, Outcome, Resolved, Results, Row};
+use workload::{Plan, Point, Workload};
+
+const USAGE: &str = "\
+usage: kda-split bench [options]
+
+Measures on GPU 0, in one run: the copy ceiling (a DSL copy kernel), the graph
+kernel-node floor, and KdaSplit over heads x batch x tokens x schedule
+(state rotating over >= 4 x L2, PDL-chained steps in CUDA graphs, medians
+of event-timed replays). Prints markdown tables with verdicts against the
+targets; --json writes everything.
+
+options:
+  --quick             fewer schedules and shorter timing (about a minute)
+  --full              the issue's whole sweep: heads 6, 12, 32 at batch
+                      1, 8, 32, 64, 128, 512, plus T = 4 at batch 8 and 64
+  --heads LIST        e.g. 6,12,32        (with --batch / --tokens: their product)
+  --batch LIST        e.g. 1,8,32,128,512
+  --tokens LIST       e.g. 1,4
+  --schedule S        a schedule to try, repeatable or ';'-separated: a name
+                      (default, e1, e1-l8, e1-l16, e2, e2-c2, e2-c4,
+                      e2-c2-evict, e3-c2) or raw early,lanes,occupancy[,cluster[,evict]]
+  --json FILE         write the results as JSON
+  --budget-ms MS      timed replays per configuration, in ms (default 250)
+  --min-steps N       least steps per graph (default 32)
+  --copy-mib MIB      bytes of each copy buffer (default 1024)
+  --seed N            generator seed (default 1)
+  --check             also compare each schedule's first step with the float64
+                      reference (host time: seconds per GiB of state)
+  --check-mib MIB     with --check, only points of at most this much state
+                      (default 2048)
+  --sim               no GPU: check the kernels and the workload on the simulator
+  -h, --help          this text
+
+Default sweep: heads 12 at batch 1, 8, 32, 64, 128, 512 (T = 1) and T = 4 at
+batch 8 and 64; heads 6 and 32 at batch 1, 128, 512.";
+
+/// The named schedules.
+fn named(label: &str) -> Option<Candidate> {
+    let raw: &[u32] = match label {
+        "default" => &[0, 0, 0],
+        "e1" => &[1, 0, 0],
+        "e1-l8" => &[1, 8, 0],
+        "e1-l16" => &[1, 16, 0],
+        "e2" => &[2, 0, 0],
+        "e2-c2" => &[2, 0, 0, 2],
+        "e2-c4" => &[2, 0, 0, 4],
+        "e2-c2-evict" => &[2, 0, 0, 2, 1],
+        "e3-c2" => &[3, 0, 0, 2],
+        _ => return None,
+    };
+    Some(Candidate::new(label, raw))
+}
+
+fn default_schedules(quick: bool) -> Vec<Candidate> {
+    let names: &[&str] = if quick {
+        &["default", "e1", "e2-c2"]
+    } else {
+        &[
+            "default",
+            "e1",
+            "e1-l8",
+            "e1-l16",
+            "e2",
+            "e2-c2",
+            "e2-c4",
+            "e2-c2-evict",
+            "e3-c2",
+        ]
+    };
+    names.iter().map(|n| named(n).expect("named")).collect()
+}
+
+fn parse_schedule(text: &str) -> Result<Candidate, String> {
+    if let Some(c) = named(text) {
+        return Ok(c);
+    }
+    let raw = text
+        .split(',')
+        .map(|x| x.trim().parse::<u32>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| format!("--schedule: `{text}` is neither a name nor a list of integers"))?;
+    if !(3..=5).contains(&raw.len()) {
+        return Err(format!(
+            "--schedule: `{text}` needs 3 to 5 entries (early,lanes,occupancy[,cluster[,evict]])"
+        ));
+    }
+    let label = if raw == [0, 0, 0] {
+        "default".to_string()
+    } else {
+        format!("[{text}]")
+    };
+    Ok(Candidate { label, raw })
+}
+
+fn parse_list(flag: &str, text: &str) -> Result<Vec<u32>, String> {
+    text.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| format!("{flag}: `{x}` is not a positive integer"))
+        })
+        .collect()
+}
+
+/// The command line.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub quick: bool,
+    pub full: bool,
+    pub sim: bool,
+    pub help: bool,
+    pub json: Option<String>,
+    pub heads: Option<Vec<u32>>,
+    pub batch: Option<Vec<u32>>,
+    pub tokens: Option<Vec<u32>>,
+    pub schedules: Vec<Candidate>,
+    pub budget_ms: Option<f64>,
+    pub min_steps: Option<usize>,
+    pub copy_mib: Option<usize>,
+    pub seed: u64,
+    pub check: bool,
+    pub check_mib: Option<usize>,
+}
+
+impl Options {
+    /// Parse the flags after `bench` (a leading `bench` is skipped too).
+    pub fn parse(args: &[String]) -> Result<Options, String> {
+        let mut o = Options {
+            seed: 1,
+            ..Options::default()
+        };
+        let mut it = args.iter().skip_while(|a| *a == "bench");
+        while let Some(flag) = it.next() {
+            let mut value = || {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{flag} needs a value"))
+            };
+            let number = |v: String| {
+                v.parse::<u64>()
+                    .map_err(|_| format!("{flag}: `{v}` is not a number"))
+            };
+            match flag.as_str() {
+                "--quick" => o.quick = true,
+                "--full" => o.full = true,
+                "--sim" => o.sim = true,
+                "-h" | "--help" => o.help = true,
+                "--json" => o.json = Some(value()?),
+                "--heads" => o.heads = Some(parse_list(flag, &value()?)?),
+                "--batch" => o.batch = Some(parse_list(flag, &value()?)?),
+                "--tokens" => o.tokens = Some(parse_list(flag, &value()?)?),
+                "--schedule" => {
+                    for s in value()?.split(';').filter(|s| !s.trim().is_empty()) {
+                        o.schedules.push(parse_schedule(s.trim())?);
+                    }
+                }
+                "--budget-ms" => o.budget_ms = Some(number(value()?)? as f64),
+                "--min-steps" => o.min_steps = Some(number(value()?)?.max(1) as usize),
+                "--copy-mib" => o.copy_mib = Some(number(value()?)?.max(1) as usize),
+                "--seed" => o.seed = number(value()?)?,
+                "--check" => o.check = true,
+                "--check-mib" => o.check_mib = Some(number(value()?)? as usize),
+                other => return Err(format!("unknown option `{other}`\n\n{USAGE}")),
+            }
+        }
+        Ok(o)
+    }
+
+    /// The points to measure, in order.
+    pub fn points(&self) -> Vec<Point> {
+        let p = |heads, batch, tokens| Point {
+            heads,
+            batch,
+            tokens,
+        };
+        if self.heads.is_none() && self.batch.is_none() && self.tokens.is_none() {
+            let mut points = Vec::new();
+            let (h12, other): (&[u32], &[u32]) = if self.full {
+                (&[1, 8, 32, 64, 128, 512], &[1, 8, 32, 64, 128, 512])
+            } else {
+                (&[1, 8, 32, 64, 128, 512], &[1, 128, 512])
+            };
+            points.extend(h12.iter().map(|&b| p(12, b, 1)));
+            points.extend([8, 64].iter().map(|&b| p(12, b, 4)));
+            for heads in [6, 32] {
+                points.extend(other.iter().map(|&b| p(heads, b, 1)));
+            }
+            return points;
+        }
+        let heads = self.heads.clone().unwrap_or_else(|| vec![12]);
+        let batch = self
+            .batch
+            .clone()
+            .unwrap_or_else(|| vec![1, 8, 32, 128, 512]);
+        let tokens = self.tokens.clone().unwrap_or_else(|| vec![1]);
+        let mut points = Vec::new();
+        for &h in &heads {
+            for &t in &tokens {
+                for &b in &batch {
+                    points.push(p(h, b, t));
+                }
+            }
+        }
+        points
+    }
+
+    pub fn schedules(&self) -> Vec<Candidate> {
+        if self.schedules.is_empty() {
+            default_schedules(self.quick)
+        } else {
+            self.schedules.clone()
+        }
+    }
+
+    fn budget(&self) -> Budget {
+        Budget {
+            warmup: 3,
+            target_ms: self
+                .budget_ms
+                .unwrap_or(if self.quick { 100.0 } else { 250.0 }),
+            min_replays: 10,
+            max_replays: 500,
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "quick": self.quick,
+            "full": self.full,
+            "points": self.points().iter().map(|p| [p.heads, p.batch, p.tokens]).collect::<Vec<_>>(),
+            "schedules": self.schedules().iter().map(|c| json!({"label": c.label, "raw": c.raw})).collect::<Vec<_>>(),
+            "budget_ms": self.budget().target_ms,
+            "min_steps": self.min_steps(),
+            "copy_mib": self.copy_mib(),
+            "seed": self.seed,
+            "check_mib": self.check.then(|| self.check_mib()),
+        })
+    }
+
+    fn min_steps(&self) -> usize {
+        self.min_steps.unwrap_or(if self.quick { 16 } else { 32 })
+    }
+
+    fn copy_mib(&self) -> usize {
+        self.copy_mib.unwrap_or(1024)
+    }
+
+    fn check_mib(&self) -> usize {
+        self.check_mib.unwrap_or(2048)
+    }
+}
+
+/// Entry point of `kda-split bench`; `args` are the flags after `bench`.
+pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
+    let opts = Options::parse(args)?;
+    if opts.help {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    if opts.sim {
+        return sim::sanity();
+    }
+    let dev = match CudaDevice::new(0) {
+        Ok(dev) => dev,
+        Err(RuntimeError::NoDriver(why)) if std::env::var_os("KDA_REQUIRE_GPU").is_none() => {
+            println!(
+                "bench: no usable GPU ({why}); nothing measured.\n\
+                 The benchmark needs an H100/H200; `kda-split bench --sim` checks its kernels \
+                 and workload on the simulator instead."
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let results = run(&dev, &opts)?;
+    let text = report::markdown(&results);
+    println!("\n{text}");
+    if let Some(path) = &opts.json {
+        let doc = report::to_json(&results);
+        std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
+            .map_err(|e| format!("writing {path}: {e}"))?;
+        println!("JSON written to {path}");
+    }
+    Ok(())
+}
+
+/// Measure everything `opts` asks for on `dev`.
+pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, Box<dyn Error>> {
+    let start = Instant::now();
+    let budget = opts.budget();
+    let l2 = dev.l2_cache_bytes()?;
+    println!("bench on {} (L2 {} MiB)", dev.describe(), l2 >> 20);
+
+    let copy_variants = [(256, 1), (256, 2), (256, 4), (512, 2), (1024, 1)];
+    let copy =
+        copy_ceiling(dev, opts.copy_mib() << 20, &copy_variants, &budget).unwrap_or_else(|e| {
+            println!("  copy ceiling failed: {e}");
+            Vec::new()
+        });
+    for c in &copy {
+        println!(
+            "  copy {}: {:.1} µs, {:.3} TB/s{}",
+            c.name,
+            c.timing.median_us,
+            c.tbps,
+            if c.verified { "" } else { " (WRONG RESULT)" }
+        );
+    }
+    let ceiling = copy
+        .iter()
+        .filter(|c| c.verified && c.name.starts_with("bench_copy"))
+        .map(|c| c.tbps)
+        .fold(f64::NAN, f64::max);
+
+    let floor = node_floor(
+        dev,
+        &[(32, 1, [1, 1, 1]), (160, 8, [8, 12, 1])],
+        256,
+        &budget,
+    )
+    .unwrap_or_else(|e| {
+        println!("  node floor failed: {e}");
+        Vec::new()
+    });
+    for f in &floor {
+        println!(
+            "  floor {} grid {:?} pdl {}: {:.3} µs/node",
+            f.name, f.grid, f.pdl, f.timing.median_us
+        );
+    }
+
+    let plan = |seed| Plan {
+        rotate_bytes: 4 * l2,
+        min_groups: 2,
+        min_steps: opts.min_steps(),
+        seed,
+    };
+    let schedules = opts.schedules();
+    let mut rows = Vec::new();
+    for point in opts.points() {
+        let t0 = Instant::now();
+        let mut workload = match Workload::new(dev, point, &plan(opts.seed)) {
+            Ok(w) => w,
+            Err(e) => {
+                println!("  {point}: setup failed: {e}");
+                let (groups, steps) = plan(opts.seed).shape(&point);
+                rows.extend(schedules.iter().map(|c| Row {
+                    point,
+                    candidate: c.clone(),
+                    resolved: None,
+                    groups,
+                    steps,
+                    outcome: Outcome::Failed(format!("setup: {e}")),
+                }));
+                continue;
+            }
+        };
+        let state_bytes = workload.num_slots * point.slot_bytes();
+        println!(
+            "  {point}: {} slot groups ({:.0} MiB of state), {} steps per graph, set up in {:.1} s",
+            workload.groups,
+            state_bytes as f64 / (1 << 20) as f64,
+            workload.steps,
+            t0.elapsed().as_secs_f64()
+        );
+        let check = opts.check && state_bytes <= opts.check_mib() << 20;
+        let mut seen: Vec<Resolved> = Vec::new();
+        for cand in &schedules {
+            let mut row = Row {
+                point,
+                candidate: cand.clone(),
+                resolved: None,
+                groups: workload.groups,
+                steps: workload.steps,
+                outcome: Outcome::Skipped(String::new()),
+            };
+            let cfg = KdaConfig::new(point.heads, point.batch, 0, true, &cand.raw, point.tokens);
+            match cfg {
+                Err(e) => row.outcome = Outcome::Skipped(e.to_string()),
+                Ok(cfg) => {
+                    let resolved = Resolved::of(&cfg);
+                    row.resolved = Some(resolved);
+                    if seen.contains(&resolved) {
+                        row.outcome =
+                            Outcome::Skipped("resolves to a schedule already measured".into());
+                    } else {
+                        seen.push(resolved);
+                        row.outcome = match measure_kda(dev, &mut workload, &cfg, &budget, check) {
+                            Ok(m) => {
+                                let bw = tbps(point.state_bytes_per_step(), m.timing.median_us);
+                                println!(
+                                    "    {:<12} {:>9.2} µs/step  {:.3} TB/s  {:>5.1} % of copy{}{}",
+                                    cand.label,
+                                    m.timing.median_us,
+                                    bw,
+                                    bw / ceiling * 100.0,
+                                    if m.bad_outputs > 0 {
+                                        format!("  BAD OUTPUT ({} elements)", m.bad_outputs)
+                                    } else {
+                                        String::new()
+                                    },
+                                    match &m.check {
+                                        None => String::new(),
+                                        Some(Ok(())) => "  (step 0 matches the reference)".into(),
+                                        Some(Err(report)) => {
+                                            format!("  REFERENCE MISMATCH:\n{report}")
+                                        }
+                                    }
+                                );
+                                Outcome::Measured(m)
+                            }
+                            Err(e) => {
+                                println!("    {:<12} failed: {e}", cand.label);
+                                Outcome::Failed(e.to_string())
+                            }
+                        };
+                    }
+                }
+            }
+            rows.push(row);
+        }
+    }
+    Ok(Results {
+        device: dev.describe(),
+        l2_bytes: l2,
+        copy,
+        floor,
+        rows,
+        options: opts.to_json(),
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Options {
+        Options::parse(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn default_sweep_has_the_issue_points() {
+        let points = parse(&[]).points();
+        assert_eq!(points.len(), 14);
+        assert!(points.contains(&Point {
+            heads: 12,
+            batch: 64,
+            tokens: 4
+        }));
+        assert!(points.contains(&Point {
+            heads: 32,
+            batch: 512,
+            tokens: 1
+        }));
+        assert_eq!(parse(&["--full"]).points().len(), 20);
+    }
+
+    #[test]
+    fn flags_make_a_product() {
+        let o = parse(&[
+            "bench", "--heads", "6,32", "--batch", "1,128", "--tokens", "1,4", "--quick",
+        ]);
+        assert_eq!(o.points().len(), 8);
+        assert_eq!(o.schedules().len(), 3);
+        let o = parse(&["--schedule", "e2-c2;1,8,0", "--schedule", "0,0,0"]);
+        let labels: Vec<_> = o.schedules().iter().map(|c| c.label.clone()).collect();
+        assert_eq!(labels, ["e2-c2", "[1,8,0]", "default"]);
+        assert!(Options::parse(&["--bogus".to_string()]).is_err());
+        assert!(Options::parse(&["--schedule".to_string(), "1,2".to_string()]).is_err());
+        assert!(Options::parse(&["--batch".to_string(), "0".to_string()]).is_err());
+    }
+
+    #[test]
+    fn every_named_schedule_is_valid_somewhere() {
+        for c in default_schedules(false) {
+            assert!(
+                KdaConfig::new(12, 128, 0, true, &c.raw, 1).is_ok(),
+                "{}",
+                c.label
+            );
+        }
+    }
+
+    #[test]
+    fn triton_targets_scale_by_heads_and_interpolate() {
+        assert_eq!(report::triton_us(12, 128), Some((79.4, false)));
+        let (us, interp) = report::triton_us(6, 1).unwrap();
+        assert!((us - 7.65).abs() < 1e-9 && !interp);
+        let (us, interp) = report::triton_us(12, 8).unwrap();
+        assert!(interp && us > 15.3 && us < 79.4);
+        assert_eq!(report::triton_us(12, 1024), None);
+    }
+
+    #[test]
+    fn plan_rotates_over_four_l2_and_keeps_two_groups() {
+        let plan = Plan {
+            rotate_bytes: 4 * (50 << 20),
+            min_groups: 2,
+            min_steps: 32,
+            seed: 1,
+        };
+        let b1 = Point {
+            heads: 12,
+            batch: 1,
+            tokens: 1,
+        };
+        let (groups, steps) = plan.shape(&b1);
+        assert!(groups * b1.slot_bytes() >= 200 << 20 && steps == groups);
+        let big = Point {
+            heads: 32,
+            batch: 512,
+            tokens: 1,
+        };
+        assert_eq!(plan.shape(&big), (2, 32));
+        assert_eq!(b1.state_bytes_per_step(), 12 * 128 * 128 * 4 * 2);
+    }
+
+    #[test]
+    fn report_renders_targets_and_json() {
+        use gpu::{CopyRow, KdaMeasure, Timing};
+        use kda_runtime::cuda::KernelResources;
+        let timing = |us: f64| Timing {
+            median_us: us,
+            p10_us: us * 0.99,
+            p90_us: us * 1.01,
+            replays: 100,
+            units: 32,
+        };
+        let res = KernelResources {
+            registers: 96,
+            static_smem_bytes: 0,
+            dyn_smem_bytes: 4096,
+            local_bytes: 0,
+            max_threads_per_block: 1024,
+        };
+        let row = |heads, batch, tokens, label: &str, us: Option<f64>| Row {
+            point: Point {
+                heads,
+                batch,
+                tokens,
+            },
+            candidate: named(label).unwrap(),
+            resolved: None,
+            groups: 3,
+            steps: 32,
+            outcome: match us {
+                Some(us) => Outcome::Measured(KdaMeasure {
+                    timing: timing(us),
+                    resources: res,
+                    bad_outputs: 0,
+                    check: None,
+                }),
+                None => Outcome::Failed("boom".into()),
+            },
+        };
+        let results = Results {
+            device: "test".into(),
+            l2_bytes: 50 << 20,
+            copy: vec![CopyRow {
+                name: "bench_copy_b256_u4".into(),
+                bytes: 2 << 30,
+                timing: timing(500.0),
+                tbps: 4.0,
+                verified: true,
+            }],
+            floor: vec![],
+            rows: vec![
+                row(12, 1, 1, "default", Some(3.0)),
+                row(12, 1, 1, "e1", Some(2.5)),
+                row(12, 8, 1, "default", Some(4.0)),
+                row(12, 8, 4, "default", Some(5.0)),
+                row(12, 8, 4, "e1", None),
+                row(12, 128, 1, "default", Some(50.0)),
+            ],
+            options: json!({}),
+            seconds: 1.0,
+        };
+        let md = report::markdown(&results);
+        // Batch 1: default 3.0 µs fails 2.6, best (e1) 2.5 passes.
+        let b1 = md
+            .lines()
+            .find(|l| l.starts_with("| H12 B1 T1 | ≤ 2.6"))
+            .unwrap();
+        assert!(b1.contains("| FAIL |") && b1.contains("| PASS |"), "{b1}");
+        // T = 4: 5.0 / 4.0 = 1.25 ≤ 1.5.
+        let t4 = md
+            .lines()
+            .find(|l| l.starts_with("| H12 B8 T4 | ≤"))
+            .unwrap();
+        println!("{md}");
+        assert!(t4.contains("1.25×") && t4.contains("PASS"), "{t4}");
+        // Batch 128: 128·12·64 KiB·2 B in 50 µs = 4.03 TB/s over a 4.0 ceiling.
+        let b128 = md
+            .lines()
+            .find(|l| l.starts_with("| H12 B128 T1 | state"))
+            .unwrap();
+        assert!(b128.contains("PASS"), "{b128}");
+        assert!(md.contains("FAILED: boom"));
+        let doc = report::to_json(&results);
+        assert_eq!(doc["rows"].as_array().unwrap().len(), 6);
+        assert_eq!(doc["copy_ceiling_tbps"], json!(4.0));
+        assert!(doc["targets"].as_array().unwrap().len() >= 5);
+    }
+}

@@ -1,0 +1,520 @@
+//! The benchmark's results: one row per (point, schedule), the targets of
+//! the issue, markdown tables and the JSON file.
+
+use serde_json::{Value as Json, json};
+
+use super::gpu::{CopyRow, FloorRow, KdaMeasure, Timing, tbps};
+use super::workload::Point;
+use crate::config::KdaConfig;
+
+/// A schedule to try: a label and the raw `(early, lanes, occupancy[,
+/// cluster[, evict]])` of `KdaConfig::new`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub label: String,
+    pub raw: Vec<u32>,
+}
+
+impl Candidate {
+    pub fn new(label: &str, raw: &[u32]) -> Candidate {
+        Candidate {
+            label: label.to_string(),
+            raw: raw.to_vec(),
+        }
+    }
+}
+
+/// The schedule a configuration resolves to (defaults applied).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Resolved {
+    pub early: u8,
+    pub lanes: u32,
+    pub occupancy: u32,
+    pub cluster: u32,
+    pub evict: bool,
+}
+
+impl Resolved {
+    pub fn of(cfg: &KdaConfig) -> Resolved {
+        Resolved {
+            early: cfg.schedule.early,
+            lanes: cfg.lanes(),
+            occupancy: cfg.schedule.occupancy,
+            cluster: cfg.cluster(),
+            evict: cfg.schedule.evict,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    Measured(KdaMeasure),
+    /// The schedule is not a valid configuration at this point, or resolves
+    /// to one already measured.
+    Skipped(String),
+    Failed(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub point: Point,
+    pub candidate: Candidate,
+    pub resolved: Option<Resolved>,
+    /// Slot groups rotated through and steps per graph.
+    pub groups: usize,
+    pub steps: usize,
+    pub outcome: Outcome,
+}
+
+impl Row {
+    /// The measurement, if it ran and wrote every output.
+    pub fn good(&self) -> Option<&KdaMeasure> {
+        match &self.outcome {
+            Outcome::Measured(m) if m.bad_outputs == 0 => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn us(&self) -> Option<f64> {
+        self.good().map(|m| m.timing.median_us)
+    }
+}
+
+/// Everything one run measured.
+pub struct Results {
+    pub device: String,
+    pub l2_bytes: usize,
+    pub copy: Vec<CopyRow>,
+    pub floor: Vec<FloorRow>,
+    pub rows: Vec<Row>,
+    pub options: Json,
+    pub seconds: f64,
+}
+
+impl Results {
+    /// The copy ceiling: the best verified DSL copy, in TB/s.
+    pub fn ceiling_tbps(&self) -> Option<f64> {
+        self.copy
+            .iter()
+            .filter(|c| c.verified && c.name.starts_with("bench_copy"))
+            .map(|c| c.tbps)
+            .max_by(f64::total_cmp)
+    }
+
+    pub fn points(&self) -> Vec<Point> {
+        let mut points: Vec<Point> = Vec::new();
+        for r in &self.rows {
+            if !points.contains(&r.point) {
+                points.push(r.point);
+            }
+        }
+        points
+    }
+
+    /// The fastest good row of `point`.
+    pub fn best(&self, point: &Point) -> Option<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.point == *point && r.us().is_some())
+            .min_by(|a, b| a.us().unwrap().total_cmp(&b.us().unwrap()))
+    }
+
+    /// The default schedule's row of `point`.
+    pub fn default_row(&self, point: &Point) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.point == *point && r.candidate.label == "default")
+    }
+}
+
+/// The unfused Triton stack at 12 heads, µs per step (the issue's figures).
+pub const TRITON_H12: [(u32, f64); 3] = [(1, 15.3), (128, 79.4), (512, 276.0)];
+
+/// The Triton figure for `heads` (scaled by heads / 12) at `batch`; linear
+/// in batch between the given batches (`true`: interpolated); none outside.
+pub fn triton_us(heads: u32, batch: u32) -> Option<(f64, bool)> {
+    let scale = heads as f64 / 12.0;
+    if let Some(&(_, us)) = TRITON_H12.iter().find(|(b, _)| *b == batch) {
+        return Some((us * scale, false));
+    }
+    TRITON_H12.windows(2).find_map(|w| {
+        let ((b0, t0), (b1, t1)) = (w[0], w[1]);
+        (b0 < batch && batch < b1).then(|| {
+            let f = (batch - b0) as f64 / (b1 - b0) as f64;
+            ((t0 + f * (t1 - t0)) * scale, true)
+        })
+    })
+}
+
+/// A target of the issue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Goal {
+    /// At most this many µs per step.
+    StepUs(f64),
+    /// State traffic at least this fraction of the copy ceiling.
+    CeilingFraction(f64),
+    /// At most this times the T = 1 step time at the same heads and batch.
+    VerifyRatio(f64),
+    /// No slower than the unfused Triton stack.
+    Triton { us: f64, interpolated: bool },
+}
+
+impl Goal {
+    pub fn describe(&self) -> String {
+        match *self {
+            Goal::StepUs(us) => format!("≤ {us} µs/step"),
+            Goal::CeilingFraction(f) => format!("state ≥ {:.0} % of copy", f * 100.0),
+            Goal::VerifyRatio(r) => format!("≤ {r}× the T=1 step"),
+            Goal::Triton { us, interpolated } => format!(
+                "≤ Triton {us:.1} µs{}",
+                if interpolated { " (interp.)" } else { "" }
+            ),
+        }
+    }
+}
+
+/// The targets that apply to `point` (heads 12 and T = 1 unless stated).
+pub fn goals(point: &Point) -> Vec<Goal> {
+    let mut goals = Vec::new();
+    let h12 = point.heads == 12;
+    if h12 && point.tokens == 1 && point.batch == 1 {
+        goals.push(Goal::StepUs(2.6));
+    }
+    if h12 && point.tokens == 1 && point.batch >= 128 {
+        goals.push(Goal::CeilingFraction(0.9));
+    }
+    if h12 && point.tokens > 1 {
+        goals.push(Goal::VerifyRatio(1.5));
+    }
+    if point.tokens == 1
+        && let Some((us, interpolated)) = triton_us(point.heads, point.batch)
+    {
+        goals.push(Goal::Triton { us, interpolated });
+    }
+    goals
+}
+
+/// A target evaluated on one row.
+struct Eval {
+    /// The measured quantity, as text.
+    text: String,
+    /// Measured over the target's limit (time-like: below 1 passes; the
+    /// ceiling fraction: above 1 passes).
+    ratio: Option<f64>,
+    pass: Option<bool>,
+}
+
+impl Eval {
+    fn none(text: &str) -> Eval {
+        Eval {
+            text: text.into(),
+            ratio: None,
+            pass: None,
+        }
+    }
+
+    fn ratio_text(&self) -> String {
+        self.ratio.map_or("—".into(), |r| format!("{r:.2}×"))
+    }
+}
+
+/// `goal` on `row` (the best row if `best`, else the default schedule's).
+fn evaluate(results: &Results, goal: Goal, row: Option<&Row>, best: bool) -> Eval {
+    let Some(row) = row else {
+        return Eval::none("—");
+    };
+    let Some(us) = row.us() else {
+        return Eval {
+            text: "failed".into(),
+            ratio: None,
+            pass: Some(false),
+        };
+    };
+    match goal {
+        Goal::StepUs(limit) | Goal::Triton { us: limit, .. } => Eval {
+            text: format!("{us:.2} µs"),
+            ratio: Some(us / limit),
+            pass: Some(us <= limit),
+        },
+        Goal::CeilingFraction(f) => match results.ceiling_tbps() {
+            Some(ceiling) => {
+                let frac = tbps(row.point.state_bytes_per_step(), us) / ceiling;
+                Eval {
+                    text: format!("{:.1} % ({us:.1} µs)", frac * 100.0),
+                    ratio: Some(frac / f),
+                    pass: Some(frac >= f),
+                }
+            }
+            None => Eval::none("no ceiling"),
+        },
+        Goal::VerifyRatio(r) => {
+            let t1 = Point {
+                tokens: 1,
+                ..row.point
+            };
+            let base = if best {
+                results.best(&t1)
+            } else {
+                results.default_row(&t1)
+            };
+            match base.and_then(Row::us) {
+                Some(base) => {
+                    let ratio = us / base;
+                    Eval {
+                        text: format!("{ratio:.2}× of {base:.2} µs ({us:.2} µs)"),
+                        ratio: Some(ratio / r),
+                        pass: Some(ratio <= r),
+                    }
+                }
+                None => Eval::none("T=1 not measured"),
+            }
+        }
+    }
+}
+
+fn verdict(pass: Option<bool>) -> &'static str {
+    match pass {
+        Some(true) => "PASS",
+        Some(false) => "FAIL",
+        None => "n/a",
+    }
+}
+
+fn schedule_text(row: &Row) -> String {
+    match row.resolved {
+        Some(r) => format!(
+            "{} (early {}, C {}, lanes {}{}{})",
+            row.candidate.label,
+            r.early,
+            r.cluster,
+            r.lanes,
+            if r.occupancy > 0 {
+                format!(", occ {}", r.occupancy)
+            } else {
+                String::new()
+            },
+            if r.evict { ", evict" } else { "" }
+        ),
+        None => row.candidate.label.clone(),
+    }
+}
+
+fn timing_json(t: &Timing) -> Json {
+    json!({
+        "median_us": t.median_us,
+        "p10_us": t.p10_us,
+        "p90_us": t.p90_us,
+        "replays": t.replays,
+        "units_per_replay": t.units,
+    })
+}
+
+/// The markdown report.
+pub fn markdown(results: &Results) -> String {
+    let mut s = String::new();
+    let ceiling = results.ceiling_tbps();
+    s += &format!("## KdaSplit benchmark on {}\n\n", results.device);
+    s += &format!(
+        "L2 {:.0} MiB; state rotates over ≥ 4 × L2 per graph; µs are medians over graph replays (CUDA events) divided by the launches per replay; {:.0} s in all.\n\n",
+        results.l2_bytes as f64 / (1 << 20) as f64,
+        results.seconds
+    );
+
+    s += "### Copy ceiling (bytes read + written)\n\n";
+    s += "| copy | GiB moved | µs | TB/s | verified |\n|---|---:|---:|---:|---|\n";
+    for c in &results.copy {
+        s += &format!(
+            "| {} | {:.2} | {:.1} | {:.3} | {} |\n",
+            c.name,
+            c.bytes as f64 / (1u64 << 30) as f64,
+            c.timing.median_us,
+            c.tbps,
+            if c.verified { "yes" } else { "NO" }
+        );
+    }
+    match ceiling {
+        Some(c) => s += &format!("\nCopy ceiling (best DSL copy): **{c:.3} TB/s**\n\n"),
+        None => s += "\nNo verified DSL copy: no ceiling.\n\n",
+    }
+
+    s += "### Graph kernel-node floor (empty kernels)\n\n";
+    s += "| kernel | grid | block | cluster | PDL | nodes/graph | µs/node |\n|---|---|---:|---:|---|---:|---:|\n";
+    for f in &results.floor {
+        s += &format!(
+            "| {} | {:?} | {} | {} | {} | {} | {:.3} |\n",
+            f.name,
+            f.grid,
+            f.block,
+            f.cluster,
+            if f.pdl { "yes" } else { "no" },
+            f.timing.units,
+            f.timing.median_us
+        );
+    }
+
+    s += "\n### KdaSplit, every schedule\n\n";
+    s += "| point | schedule | regs | local B | steps/graph | slot groups | µs/step | p10–p90 | state MB/step | state TB/s | % of copy |\n";
+    s += "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n";
+    for r in &results.rows {
+        let head = format!("| {} | {} ", r.point, schedule_text(r));
+        match &r.outcome {
+            Outcome::Measured(m) => {
+                let us = m.timing.median_us;
+                let bw = tbps(r.point.state_bytes_per_step(), us);
+                let frac = ceiling.map_or("—".into(), |c| format!("{:.1}", bw / c * 100.0));
+                s += &format!(
+                    "{head}| {} | {} | {} | {} | {:.2}{} | {:.2}–{:.2} | {:.1} | {:.3} | {} |\n",
+                    m.resources.registers,
+                    m.resources.local_bytes,
+                    r.steps,
+                    r.groups,
+                    us,
+                    if m.bad_outputs > 0 {
+                        format!(" (BAD OUTPUT: {} elements)", m.bad_outputs)
+                    } else {
+                        String::new()
+                    },
+                    m.timing.p10_us,
+                    m.timing.p90_us,
+                    r.point.state_bytes_per_step() as f64 / 1e6,
+                    bw,
+                    frac
+                );
+            }
+            Outcome::Failed(e) => {
+                s += &format!(
+                    "{head}| | | {} | {} | FAILED: {} | | | | |\n",
+                    r.steps,
+                    r.groups,
+                    e.lines().next().unwrap_or("")
+                )
+            }
+            Outcome::Skipped(_) => {}
+        }
+    }
+
+    s += "\n### Targets\n\n";
+    s += "Ratio: measured over the target (times: ≤ 1 passes; copy fraction: ≥ 1 passes).\n\n";
+    s +=
+        "| point | target | default | ratio | verdict | best | ratio | verdict | best schedule |\n";
+    s += "|---|---|---:|---:|---|---:|---:|---|---|\n";
+    for p in results.points() {
+        let best = results.best(&p);
+        let default = results.default_row(&p);
+        for g in goals(&p) {
+            let d = evaluate(results, g, default, false);
+            let b = evaluate(results, g, best, true);
+            s += &format!(
+                "| {p} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                g.describe(),
+                d.text,
+                d.ratio_text(),
+                verdict(d.pass),
+                b.text,
+                b.ratio_text(),
+                verdict(b.pass),
+                best.map_or("—".into(), schedule_text)
+            );
+        }
+    }
+    s
+}
+
+/// The JSON document.
+pub fn to_json(results: &Results) -> Json {
+    let ceiling = results.ceiling_tbps();
+    let rows: Vec<Json> = results
+        .rows
+        .iter()
+        .map(|r| {
+            let mut j = json!({
+                "heads": r.point.heads,
+                "batch": r.point.batch,
+                "tokens": r.point.tokens,
+                "schedule": r.candidate.label,
+                "schedule_raw": r.candidate.raw,
+                "state_bytes_per_step": r.point.state_bytes_per_step(),
+                "slot_groups": r.groups,
+                "steps_per_graph": r.steps,
+            });
+            if let Some(res) = r.resolved {
+                j["resolved"] = json!({
+                    "early": res.early, "lanes": res.lanes, "occupancy": res.occupancy,
+                    "cluster": res.cluster, "evict": res.evict,
+                });
+            }
+            match &r.outcome {
+                Outcome::Measured(m) => {
+                    let us = m.timing.median_us;
+                    let bw = tbps(r.point.state_bytes_per_step(), us);
+                    j["status"] = json!(if m.bad_outputs == 0 {
+                        "ok"
+                    } else {
+                        "bad_output"
+                    });
+                    j["timing"] = timing_json(&m.timing);
+                    j["us_per_step"] = json!(us);
+                    j["state_tbps"] = json!(bw);
+                    j["fraction_of_copy"] = json!(ceiling.map(|c| bw / c));
+                    j["bad_outputs"] = json!(m.bad_outputs);
+                    j["registers"] = json!(m.resources.registers);
+                    j["local_bytes"] = json!(m.resources.local_bytes);
+                    j["dyn_smem_bytes"] = json!(m.resources.dyn_smem_bytes);
+                }
+                Outcome::Skipped(why) => {
+                    j["status"] = json!("skipped");
+                    j["reason"] = json!(why);
+                }
+                Outcome::Failed(e) => {
+                    j["status"] = json!("failed");
+                    j["error"] = json!(e);
+                }
+            }
+            j
+        })
+        .collect();
+    let targets: Vec<Json> = results
+        .points()
+        .iter()
+        .flat_map(|p| {
+            let best = results.best(p);
+            let default = results.default_row(p);
+            goals(p)
+                .into_iter()
+                .map(|g| {
+                    let d = evaluate(results, g, default, false);
+                    let b = evaluate(results, g, best, true);
+                    json!({
+                        "heads": p.heads, "batch": p.batch, "tokens": p.tokens,
+                        "target": g.describe(),
+                        "default": d.text, "default_ratio": d.ratio, "default_pass": d.pass,
+                        "best": b.text, "best_ratio": b.ratio, "best_pass": b.pass,
+                        "best_schedule": best.map(|r| r.candidate.label.clone()),
+                        "best_us": best.and_then(Row::us),
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    json!({
+        "device": results.device,
+        "l2_bytes": results.l2_bytes,
+        "unix_time": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        "seconds": results.seconds,
+        "options": results.options,
+        "copy": results.copy.iter().map(|c| json!({
+            "name": c.name, "bytes_moved": c.bytes, "tbps": c.tbps,
+            "verified": c.verified, "timing": timing_json(&c.timing),
+        })).collect::<Vec<_>>(),
+        "copy_ceiling_tbps": ceiling,
+        "floor": results.floor.iter().map(|f| json!({
+            "name": f.name, "grid": f.grid, "block": f.block, "cluster": f.cluster,
+            "pdl": f.pdl, "us_per_node": f.timing.median_us, "timing": timing_json(&f.timing),
+        })).collect::<Vec<_>>(),
+        "rows": rows,
+        "targets": targets,
+    })
+}

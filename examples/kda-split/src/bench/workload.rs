@@ -1,0 +1,421 @@
+//! One benchmark point (heads × batch × tokens) on a device: the launch's
+//! small tensors from the seeded generator, and a state (and conv state) of
+//! `groups` disjoint slot groups, filled on the device, that the steps of a
+//! graph rotate through so that successive steps never find their state in
+//! L2.
+//!
+//! Group `g` is one slot table: request `r`, token `j` → slot
+//! `pool[g·B·T + r·T + j]`, `pool` a seeded shuffle of `1..S` (slot 0 is the
+//! null block). Step `s` of a graph uses group `s mod groups`. Every request
+//! is active (no padding, no write holes), so each step reads one state page
+//! and writes `T` per request and head: `B·H·64 KiB·(1 + T)` bytes of state.
+
+use half::bf16;
+use kda_ir::{Kernel, Scalar};
+use kda_runtime::{
+    CudaDevice, Device, LaunchConfig, RuntimeError, ScalarArg, SimDevice, TensorShape, bind_syms,
+};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs, contiguous_strides};
+use crate::compare::Actual;
+use crate::config::{HEAD_DIM, KdaConfig};
+use crate::generator::{GenOptions, OUTPUT_SENTINEL, generate};
+use crate::run::{kernel_for, tensor_args};
+
+use super::kernels::{FILL_MAX, fill, fill_kernel};
+
+/// Bytes of one state page: one head of one slot, `128 × 128` f32.
+pub const PAGE_BYTES: usize = HEAD_DIM * HEAD_DIM * 4;
+
+/// The generator's state is N(0, 0.1); a uniform of the same deviation.
+const STATE_AMP: f32 = 0.173;
+/// Conv state ~ N(0, 1) in the generator; uniform of the same deviation.
+const CONV_AMP: f32 = 1.73;
+/// Two groups of state beyond this are not worth the memory: one group
+/// alone is then far larger than L2.
+const TWO_GROUP_LIMIT: usize = 8 << 30;
+
+/// A device the benchmark can allocate scratch memory on without a host copy.
+pub trait BenchDevice: Device {
+    /// A new buffer of `bytes` bytes (zeros; the benchmark fills it).
+    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError>;
+}
+
+impl BenchDevice for CudaDevice {
+    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
+        self.alloc_zeroed(bytes)
+    }
+}
+
+impl BenchDevice for SimDevice {
+    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
+        self.upload(&vec![0; bytes])
+    }
+}
+
+/// heads × batch × tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Point {
+    pub heads: u32,
+    pub batch: u32,
+    pub tokens: u32,
+}
+
+impl Point {
+    /// State bytes one step moves (see the module doc).
+    pub fn state_bytes_per_step(&self) -> usize {
+        self.batch as usize * self.heads as usize * PAGE_BYTES * (1 + self.tokens as usize)
+    }
+
+    /// Bytes of state one slot holds (all heads).
+    pub fn slot_bytes(&self) -> usize {
+        self.heads as usize * PAGE_BYTES
+    }
+
+    /// Slots one step uses: `B·T`.
+    pub fn slots_per_group(&self) -> usize {
+        self.batch as usize * self.tokens as usize
+    }
+}
+
+impl std::fmt::Display for Point {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "H{} B{} T{}", self.heads, self.batch, self.tokens)
+    }
+}
+
+/// How much state to rotate through and how many steps a graph holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// The slot groups together hold at least this many bytes of state
+    /// (4 × L2 on the GPU).
+    pub rotate_bytes: usize,
+    /// At least two groups (so consecutive steps touch different slots)
+    /// unless two groups would exceed [`TWO_GROUP_LIMIT`].
+    pub min_groups: usize,
+    /// Steps per graph: at least this, and at least one per group.
+    pub min_steps: usize,
+    pub seed: u64,
+}
+
+impl Plan {
+    /// `(groups, steps)` for `point`.
+    pub fn shape(&self, point: &Point) -> (usize, usize) {
+        let group = point.slots_per_group() * point.slot_bytes();
+        let mut groups = self
+            .rotate_bytes
+            .div_ceil(group)
+            .max(self.min_groups)
+            .max(1);
+        if groups * group > TWO_GROUP_LIMIT && self.rotate_bytes <= group {
+            groups = 1;
+        }
+        (groups, groups.max(self.min_steps))
+    }
+}
+
+/// The tensors of one point on a device, ready for launches of any schedule.
+pub struct Workload<D: Device> {
+    pub point: Point,
+    /// Slot groups, and steps per graph.
+    pub groups: usize,
+    pub steps: usize,
+    /// Cache slots `S` (`groups · B · T + 1`).
+    pub num_slots: usize,
+    /// The generated launch; `state` and `conv_state` are placeholders of
+    /// one slot (the real ones live only on the device).
+    pub args: KdaArgs,
+    /// Shapes of the tensors as launched (`S` slots).
+    pub shapes: Vec<TensorShape>,
+    /// One per kernel tensor; the `slots` entry is unused (see `tables`).
+    buffers: Vec<D::Buffer>,
+    /// The slot table of each group, as host tensors and on the device.
+    pub host_tables: Vec<HostTensor>,
+    tables: Vec<D::Buffer>,
+    /// Positions of these arguments among the kernel's tensors.
+    slots_at: usize,
+    state_at: usize,
+    conv_at: usize,
+    output_at: usize,
+}
+
+/// Requests the generator draws; larger batches repeat them.
+const GEN_REQUESTS: usize = 16;
+
+/// `t` with `rows` rows, row `r` a copy of row `src(r)` (row-major 2-D or 1-D).
+fn gather_rows(t: &HostTensor, rows: usize, src: impl Fn(usize) -> usize) -> HostTensor {
+    let t = t.to_contiguous();
+    let cols: usize = t.shape()[1..].iter().product();
+    fn pick<T: Copy>(v: &[T], rows: usize, cols: usize, src: &dyn Fn(usize) -> usize) -> Vec<T> {
+        (0..rows)
+            .flat_map(|r| v[src(r) * cols..(src(r) + 1) * cols].iter().copied())
+            .collect()
+    }
+    let data: HostData = match t.data() {
+        HostData::Bf16(v) => pick(v, rows, cols, &src).into(),
+        HostData::F32(v) => pick(v, rows, cols, &src).into(),
+        HostData::I32(v) => pick(v, rows, cols, &src).into(),
+    };
+    let mut shape = t.shape().to_vec();
+    shape[0] = rows;
+    HostTensor::new(data, shape).expect("gathered rows fill the shape")
+}
+
+/// Grow a generated launch of `b0` requests to `b`: request `r` takes the
+/// inputs of request `r mod b0`. `slots` only gets its shape (the workload
+/// writes its own tables).
+fn repeat_requests(args: &mut KdaArgs, b: usize, t: usize) {
+    let b0 = args.requests();
+    let row = |r: usize| (r / t % b0) * t + r % t;
+    for x in [
+        &mut args.x,
+        &mut args.raw_gate,
+        &mut args.beta,
+        &mut args.gate,
+        &mut args.output,
+    ] {
+        *x = gather_rows(x, b * t, row);
+    }
+    if let Some(acc) = &mut args.accepted {
+        *acc = gather_rows(acc, b, |r| r % b0);
+    }
+    let mut shape = args.slots.shape().to_vec();
+    shape[0] = b;
+    args.slots = HostTensor::new(vec![0i32; shape.iter().product()], shape).expect("slots shape");
+}
+
+fn position(args: &KdaArgs, arg: Arg) -> usize {
+    Arg::ALL
+        .iter()
+        .filter(|a| args.tensor(**a).is_some())
+        .position(|&a| a == arg)
+        .expect("the argument is a tensor of this launch")
+}
+
+fn bytes_of(t: &HostTensor) -> Vec<u8> {
+    assert_eq!(
+        t.strides(),
+        contiguous_strides(t.shape()).as_slice(),
+        "generated tensors are row-major"
+    );
+    t.to_le_bytes()
+}
+
+impl<D: BenchDevice> Workload<D> {
+    /// Generate the point's launch (seeded), allocate and fill the rotating
+    /// state on `dev` and upload everything else.
+    pub fn new(dev: &D, point: Point, plan: &Plan) -> Result<Self, RuntimeError> {
+        let (h, b, t) = (point.heads, point.batch as usize, point.tokens);
+        let (groups, steps) = plan.shape(&point);
+        let per_group = point.slots_per_group();
+        let num_slots = groups * per_group + 1;
+        // Generate GEN_REQUESTS requests and repeat them: the generator draws
+        // the whole state on the host, seconds at batch 512; the values do not
+        // change the work.
+        let b0 = b.min(GEN_REQUESTS);
+        let mut args = generate(
+            &GenOptions::new(h, b0, t)
+                .seed(plan.seed)
+                .padding(0.0)
+                .holes(0.0)
+                .num_slots(b0 * t as usize + 1),
+        );
+        if b0 < b {
+            repeat_requests(&mut args, b, t as usize);
+        }
+        // The launch's shapes with S slots.
+        let mut shapes: Vec<TensorShape> = tensor_args(&args)
+            .iter()
+            .map(|t| TensorShape {
+                shape: t.shape().to_vec(),
+                strides: t.strides().to_vec(),
+            })
+            .collect();
+        let (slots_at, state_at, conv_at, output_at) = (
+            position(&args, Arg::Slots),
+            position(&args, Arg::State),
+            position(&args, Arg::ConvState),
+            position(&args, Arg::Output),
+        );
+        shapes[state_at].shape[0] = num_slots;
+        shapes[conv_at].shape[0] = num_slots;
+        let conv_row: usize = args.conv_state.shape()[1..].iter().product();
+        // Free the generated state: the device holds the real one.
+        args.state = HostTensor::zeros(DType::F32, vec![1, h as usize, HEAD_DIM, HEAD_DIM]);
+        args.conv_state = HostTensor::zeros(DType::Bf16, {
+            let mut s = args.conv_state.shape().to_vec();
+            s[0] = 1;
+            s
+        });
+
+        // Slot tables.
+        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
+        pool.shuffle(&mut ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5107));
+        let host_tables: Vec<HostTensor> = pool
+            .chunks_exact(per_group)
+            .map(|group| {
+                let shape = args.slots.shape().to_vec();
+                HostTensor::new(group.to_vec(), shape).expect("B·T slots per table")
+            })
+            .collect();
+        let tables = host_tables
+            .iter()
+            .map(|t| dev.upload(&bytes_of(t)))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        // State and conv state, filled on the device.
+        let state_elems = num_slots * point.slot_bytes() / 4;
+        let conv_elems = num_slots * conv_row;
+        for (what, n) in [("state", state_elems), ("conv_state", conv_elems)] {
+            if n > FILL_MAX {
+                return Err(RuntimeError::BadLaunch {
+                    kernel: "bench".into(),
+                    msg: format!("{point}: {what} of {n} elements is too large to fill"),
+                });
+            }
+        }
+        let state = dev.alloc(state_elems * 4)?;
+        let conv = dev.alloc(conv_elems * 2)?;
+        let fill_f32 = dev.load(&fill_kernel(Scalar::F32))?;
+        let fill_bf16 = dev.load(&fill_kernel(Scalar::BF16))?;
+        let seed = plan.seed as u32;
+        fill(
+            dev,
+            &fill_f32,
+            &state,
+            state_elems,
+            seed ^ 0x57a7e,
+            STATE_AMP,
+        )?;
+        fill(dev, &fill_bf16, &conv, conv_elems, seed ^ 0xc0de, CONV_AMP)?;
+
+        let mut state = Some(state);
+        let mut conv = Some(conv);
+        let buffers = tensor_args(&args)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if i == state_at {
+                    Ok(state.take().expect("one state"))
+                } else if i == conv_at {
+                    Ok(conv.take().expect("one conv state"))
+                } else if i == slots_at {
+                    dev.upload(&bytes_of(&host_tables[0]))
+                } else {
+                    dev.upload(&bytes_of(t))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        dev.synchronize()?;
+        Ok(Workload {
+            point,
+            groups,
+            steps,
+            num_slots,
+            args,
+            shapes,
+            buffers,
+            host_tables,
+            tables,
+            slots_at,
+            state_at,
+            conv_at,
+            output_at,
+        })
+    }
+
+    /// The kernel of `cfg` for this point and its launch configuration.
+    pub fn kernel(&self, cfg: &KdaConfig) -> Result<(Kernel, LaunchConfig), RuntimeError> {
+        let kernel = kernel_for(cfg, &self.args);
+        let syms = bind_syms(&kernel, &self.shapes)?;
+        let launch = LaunchConfig {
+            grid: [cfg.cluster(), cfg.heads, self.point.batch],
+            pdl: true,
+            syms,
+            scalars: vec![
+                ScalarArg::F32(self.args.lower_bound),
+                ScalarArg::F32(self.args.scale),
+                ScalarArg::F32(self.args.eps),
+            ],
+        };
+        Ok((kernel, launch))
+    }
+
+    /// The tensors of step `step` (its group's slot table).
+    pub fn tensors(&self, step: usize) -> Vec<&D::Buffer> {
+        let mut refs: Vec<&D::Buffer> = self.buffers.iter().collect();
+        refs[self.slots_at] = &self.tables[step % self.groups];
+        refs
+    }
+
+    /// Launch step `step`.
+    pub fn launch(
+        &self,
+        dev: &D,
+        module: &D::Module,
+        launch: &LaunchConfig,
+        step: usize,
+    ) -> Result<(), RuntimeError> {
+        dev.launch(module, launch, &self.tensors(step))
+    }
+
+    /// Refill `output` with the generator's sentinel (every element must be
+    /// overwritten by the next step).
+    pub fn poison_output(&mut self, dev: &D) -> Result<(), RuntimeError> {
+        self.buffers[self.output_at] = dev.upload(&bytes_of(&self.args.output))?;
+        Ok(())
+    }
+
+    /// Download `output`: the number of elements that are not finite or still
+    /// hold the sentinel (0 when the last step wrote every element).
+    pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
+        let out = dev.download(&self.buffers[self.output_at])?;
+        Ok(out
+            .chunks_exact(2)
+            .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
+            .filter(|v| !v.is_finite() || *v == OUTPUT_SENTINEL)
+            .count())
+    }
+
+    /// The whole launch of step `step` on the host, with the device's current
+    /// state and conv state (downloads them: for small points only).
+    pub fn host_args(&self, dev: &D, step: usize) -> Result<KdaArgs, RuntimeError> {
+        let mut args = self.args.clone();
+        let state = dev.download(&self.buffers[self.state_at])?;
+        let conv = dev.download(&self.buffers[self.conv_at])?;
+        let output = dev.download(&self.buffers[self.output_at])?;
+        args.state = HostTensor::new(f32s(&state), self.shapes[self.state_at].shape.clone())
+            .expect("state shape");
+        args.conv_state = HostTensor::new(bf16s(&conv), self.shapes[self.conv_at].shape.clone())
+            .expect("conv state shape");
+        args.output =
+            HostTensor::new(bf16s(&output), args.output.shape().to_vec()).expect("output shape");
+        args.slots = self.host_tables[step % self.groups].clone();
+        Ok(args)
+    }
+
+    /// What the kernel wrote, as [`Actual`] (downloads the whole state).
+    pub fn actual(&self, dev: &D) -> Result<Actual, RuntimeError> {
+        Ok(Actual {
+            output: bf16s(&dev.download(&self.buffers[self.output_at])?),
+            output_f32: None,
+            state: f32s(&dev.download(&self.buffers[self.state_at])?),
+            conv_state: bf16s(&dev.download(&self.buffers[self.conv_at])?),
+        })
+    }
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn bf16s(b: &[u8]) -> Vec<bf16> {
+    b.chunks_exact(2)
+        .map(|c| bf16::from_le_bytes([c[0], c[1]]))
+        .collect()
+}

@@ -1,0 +1,135 @@
+//! The `kda-split` command line: argument parsing, dispatch and exit codes.
+//! One file per subcommand; `options` holds the shared flags, `exec` runs a
+//! launch on a device and times it.
+//!
+//! Exit codes (also in `docs/kda-split.md`):
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (every check passed) |
+//! | 1 | the results do not match the expected ones |
+//! | 2 | usage error or invalid configuration (the constructor's constraints) |
+//! | 3 | bad input: an unreadable, malformed or mismatched case file, or arguments that break the caller contract |
+//! | 4 | the device, the compiler, ptxas or the benchmark failed |
+
+mod bench;
+mod demo;
+mod exec;
+mod gen_case;
+mod info;
+mod options;
+mod ptx;
+mod run;
+
+use std::fmt;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kda_split::ConfigError;
+
+/// KdaSplit, the fused KDA decode / spec-verify kernel: build it, run it on the
+/// GPU or the CPU simulator, and check it against the float64 reference.
+///
+/// Without a subcommand: build the kernel for a configuration (the defaults
+/// below), run a generated case on the GPU if there is one, else on the
+/// simulator, check the results and print errors and timing.
+#[derive(Debug, Parser)]
+#[command(name = "kda-split", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    demo: demo::DemoArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a case file (spec §10) and check it against its `expected.*`
+    /// tensors (or the f64 reference when it has none).
+    Run(run::RunArgs),
+    /// Generate a case (inputs and, by default, the f64 reference results)
+    /// and write it as a `.safetensors` case file.
+    GenCase(gen_case::GenCaseArgs),
+    /// Print the source-annotated PTX of a configuration.
+    Ptx(ptx::PtxArgs),
+    /// Print ptxas's resource report (registers, spills, stack, shared
+    /// memory) for one configuration or a list of them.
+    Info(info::InfoArgs),
+    /// Benchmark KdaSplit on the GPU against the copy ceiling and the graph
+    /// node floor (its own flags: `kda-split bench --help`).
+    Bench(bench::BenchArgs),
+}
+
+/// Why a command failed, with the process exit code it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    /// Exit 1: the results are wrong.
+    pub fn mismatch(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: message.into(),
+        }
+    }
+
+    /// Exit 2: a usage error.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// Exit 2: the configuration breaks the constructor's constraints.
+    pub fn config(error: &ConfigError) -> Self {
+        Self::usage(format!("invalid configuration: {error}"))
+    }
+
+    /// Exit 3: a bad case file or arguments that break the caller contract.
+    pub fn input(message: impl Into<String>) -> Self {
+        Self {
+            code: 3,
+            message: message.into(),
+        }
+    }
+
+    /// Exit 4: the device, the compiler or ptxas failed.
+    pub fn device(message: impl Into<String>) -> Self {
+        Self {
+            code: 4,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+pub type CliResult = Result<(), Failure>;
+
+/// Parse the command line, run it, map the outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => demo::demo(&cli.demo),
+        Some(Command::Run(args)) => run::run(&args),
+        Some(Command::GenCase(args)) => gen_case::gen_case(&args),
+        Some(Command::Ptx(args)) => ptx::ptx(&args),
+        Some(Command::Info(args)) => info::info(&args),
+        Some(Command::Bench(args)) => bench::bench(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            ExitCode::from(failure.code)
+        }
+    }
+}

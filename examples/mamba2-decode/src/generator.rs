@@ -1,0 +1,304 @@
+//! Seeded generator of realistic Mamba-2 decode launches.
+//!
+//! Magnitudes follow the Mamba-2 layer the kernel serves: unit-scale
+//! activations, depthwise conv weights and bias at their kaiming bound
+//! (fan-in 4: ±0.5), `A = -U[1, 16]` (Mamba-2's `A_init_range`), `D` around
+//! 1, state ~ N(0, 0.1). Everything stored as bf16 is drawn and then rounded
+//! (RNE), so the stored values are what the reference reads. Slots come from
+//! KdaSplit's [`kda_split::slot_table`] with one token per request.
+
+use half::bf16;
+use kda_split::generator::{OUTPUT_SENTINEL, SlotOptions, slot_table};
+use kda_split::round::bf16_rne;
+use kda_split::{ConvLayout, HostTensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+use crate::args::Mamba2Args;
+use crate::config::Mamba2Config;
+
+/// How `dt_bias` is drawn (`dA = exp(softplus(dt + dt_bias) · A)` with
+/// `dt ~ N(0, 1)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DtBias {
+    /// N(-3, 1): `dA` spread over (0, 1], median ≈ 0.83, about 20 % below
+    /// 0.5, so a wrong decay is visible in every test.
+    #[default]
+    Spread,
+    /// Mamba-2's init, the inverse softplus of `dt` log-uniform in
+    /// [1e-3, 1e-1]: realistic, `dA` mostly near 1 (median ≈ 0.96).
+    Init,
+}
+
+/// What to generate besides the config's shapes. Build with
+/// [`GenOptions::new`] and the setters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenOptions {
+    /// Requests B.
+    pub requests: usize,
+    pub seed: u64,
+    /// Cache slots S of `state` and `conv_state`; at least `1 + B` (slot 0 is
+    /// the null block). Default `B + 3`, leaving slots nobody references.
+    pub num_slots: Option<usize>,
+    pub dt_bias: DtBias,
+    /// Probability that a request is padding (slot 0 or -1).
+    pub padding: f64,
+    /// Store `conv_weight` and `conv_bias` as F32 (values stay bf16-exact).
+    pub weights_f32: bool,
+    pub conv_layout: ConvLayout,
+    /// Conv columns beyond the three the launch uses (never touched).
+    pub conv_extra: usize,
+}
+
+impl GenOptions {
+    pub fn new(requests: usize) -> Self {
+        Self {
+            requests,
+            seed: 0,
+            num_slots: None,
+            dt_bias: DtBias::Spread,
+            padding: 0.25,
+            weights_f32: false,
+            conv_layout: ConvLayout::Ds,
+            conv_extra: 0,
+        }
+    }
+
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    pub fn num_slots(mut self, num_slots: usize) -> Self {
+        self.num_slots = Some(num_slots);
+        self
+    }
+
+    pub fn dt_bias(mut self, dt_bias: DtBias) -> Self {
+        self.dt_bias = dt_bias;
+        self
+    }
+
+    pub fn padding(mut self, padding: f64) -> Self {
+        self.padding = padding;
+        self
+    }
+
+    pub fn weights_f32(mut self, weights_f32: bool) -> Self {
+        self.weights_f32 = weights_f32;
+        self
+    }
+
+    pub fn conv_layout(mut self, conv_layout: ConvLayout) -> Self {
+        self.conv_layout = conv_layout;
+        self
+    }
+
+    pub fn conv_extra(mut self, conv_extra: usize) -> Self {
+        self.conv_extra = conv_extra;
+        self
+    }
+
+    /// The slot count the generator uses.
+    pub fn resolved_num_slots(&self) -> usize {
+        self.num_slots.unwrap_or(self.requests + 3)
+    }
+}
+
+/// Generates one valid launch for `config`. Panics if `num_slots < 1 + B` or
+/// `padding` is outside [0, 1].
+pub fn generate(config: &Mamba2Config, options: &GenOptions) -> Mamba2Args {
+    let o = options;
+    let (h, b, slots) = (config.h(), o.requests, o.resolved_num_slots());
+    let (conv_dim, d_inner) = (config.conv_dim(), config.d_inner());
+    let mut g = Gen(ChaCha8Rng::seed_from_u64(o.seed));
+    let weight = |t: HostTensor| if o.weights_f32 { to_f32(&t) } else { t };
+
+    let xbc = g.bf16(vec![b, conv_dim], |g| g.normal(0.0, 1.0));
+    let conv_weight = weight(g.bf16(vec![conv_dim, 4], |g| g.uniform(-0.5, 0.5)));
+    let conv_bias = config
+        .has_conv_bias
+        .then(|| weight(g.bf16(vec![conv_dim], |g| g.uniform(-0.5, 0.5))));
+    let conv_state = g.conv_state(slots, conv_dim, 3 + o.conv_extra, o.conv_layout);
+    let dt = g.bf16(vec![b, h], |g| g.normal(0.0, 1.0));
+    let dt_bias = g.f32(vec![h], |g| g.dt_bias(o.dt_bias));
+    let a = g.f32(vec![h], |g| -g.uniform(1.0, 16.0));
+    let d = config
+        .has_d
+        .then(|| g.f32(vec![h], |g| g.uniform(0.5, 1.5)));
+    let z = config
+        .has_z
+        .then(|| g.bf16(vec![b, d_inner], |g| g.normal(0.0, 1.0)));
+    let (slots_tensor, _) = slot_table(
+        &mut g.0,
+        &SlotOptions {
+            requests: b,
+            tokens: 1,
+            num_slots: slots,
+            padding: o.padding,
+            holes: 0.0,
+            slot_extra: 0,
+        },
+    );
+    let state = g.f32(vec![slots, h, config.p(), config.n()], |g| {
+        g.normal(0.0, 0.1)
+    });
+    let output = HostTensor::new(
+        vec![bf16::from_f32(OUTPUT_SENTINEL); b * d_inner],
+        vec![b, d_inner],
+    )
+    .expect("output length");
+
+    Mamba2Args {
+        xbc,
+        conv_weight,
+        conv_bias,
+        conv_state,
+        dt,
+        dt_bias,
+        a,
+        d,
+        z,
+        slots: slots_tensor,
+        state,
+        output,
+    }
+}
+
+fn to_f32(t: &HostTensor) -> HostTensor {
+    let values = t.values().iter().map(|&v| v as f32).collect::<Vec<_>>();
+    HostTensor::new(values, t.shape().to_vec()).expect("same shape")
+}
+
+struct Gen(ChaCha8Rng);
+
+impl Gen {
+    fn normal(&mut self, mean: f64, std: f64) -> f64 {
+        Normal::new(mean, std)
+            .expect("finite std")
+            .sample(&mut self.0)
+    }
+
+    fn uniform(&mut self, low: f64, high: f64) -> f64 {
+        self.0.random_range(low..high)
+    }
+
+    fn bf16(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
+        let n = shape.iter().product();
+        let values: Vec<bf16> = (0..n).map(|_| bf16_rne(draw(self))).collect();
+        HostTensor::new(values, shape).expect("generated length")
+    }
+
+    fn f32(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
+        let n = shape.iter().product();
+        let values: Vec<f32> = (0..n).map(|_| draw(self) as f32).collect();
+        HostTensor::new(values, shape).expect("generated length")
+    }
+
+    fn dt_bias(&mut self, kind: DtBias) -> f64 {
+        match kind {
+            DtBias::Spread => self.normal(-3.0, 1.0),
+            DtBias::Init => {
+                let dt = self.uniform(1e-3f64.ln(), 1e-1f64.ln()).exp().max(1e-4);
+                dt + (-(-dt).exp_m1()).ln()
+            }
+        }
+    }
+
+    /// `[slots, channels, width]` bf16 ~ N(0, 1) in the requested layout.
+    fn conv_state(
+        &mut self,
+        slots: usize,
+        channels: usize,
+        width: usize,
+        layout: ConvLayout,
+    ) -> HostTensor {
+        let values: Vec<bf16> = (0..slots * channels * width)
+            .map(|_| bf16_rne(self.normal(0.0, 1.0)))
+            .collect();
+        let shape = vec![slots, channels, width];
+        match layout {
+            ConvLayout::Ds => HostTensor::new(values, shape),
+            ConvLayout::Sd => {
+                let strides = vec![width * channels, 1, channels];
+                HostTensor::strided(values, shape, strides)
+            }
+        }
+        .expect("conv storage matches its view")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::{resolve, softplus};
+    use crate::validate::validate;
+
+    #[test]
+    fn same_seed_same_launch_and_every_variant_validates() {
+        for (has_z, has_d, has_conv_bias) in [(true, true, true), (false, false, false)] {
+            for layout in [ConvLayout::Ds, ConvLayout::Sd] {
+                let c = Mamba2Config {
+                    heads: 4,
+                    n_groups: 2,
+                    has_z,
+                    has_d,
+                    has_conv_bias,
+                    ..Mamba2Config::default()
+                }
+                .validated()
+                .unwrap();
+                let o = GenOptions::new(5)
+                    .seed(11)
+                    .conv_layout(layout)
+                    .conv_extra(1)
+                    .weights_f32(true)
+                    .dt_bias(DtBias::Init);
+                let a = generate(&c, &o);
+                assert_eq!(a, generate(&c, &o));
+                assert_eq!(validate(&c, &a), vec![]);
+                assert_eq!((a.z.is_some(), a.d.is_some()), (has_z, has_d));
+            }
+        }
+        let c = Mamba2Config::new(1, 1).unwrap();
+        assert_ne!(
+            generate(&c, &GenOptions::new(2)),
+            generate(&c, &GenOptions::new(2).seed(1))
+        );
+    }
+
+    #[test]
+    fn padding_is_drawn_and_output_prefilled() {
+        let c = Mamba2Config::new(1, 1).unwrap();
+        let a = generate(&c, &GenOptions::new(64).padding(0.3).seed(3));
+        let padding = (0..64).filter(|&b| resolve(&a, b).is_none()).count();
+        assert!((5..40).contains(&padding), "{padding}");
+        assert!(
+            a.output
+                .values()
+                .iter()
+                .all(|&v| v == f64::from(OUTPUT_SENTINEL))
+        );
+    }
+
+    #[test]
+    fn default_decays_spread_over_the_unit_interval() {
+        let c = Mamba2Config::new(8, 1).unwrap();
+        let mut decays: Vec<f64> = Vec::new();
+        for seed in 0..16 {
+            let a = generate(&c, &GenOptions::new(16).num_slots(17).seed(seed));
+            for b in 0..16 {
+                for h in 0..8 {
+                    let dt = softplus(a.dt.get(&[b, h]) + a.dt_bias.get(&[h]));
+                    decays.push((dt * a.a.get(&[h])).exp());
+                }
+            }
+        }
+        decays.sort_by(f64::total_cmp);
+        let quantile = |p: f64| decays[(p * decays.len() as f64) as usize];
+        assert!(quantile(0.1) < 0.6, "{}", quantile(0.1));
+        assert!(quantile(0.5) > 0.5, "{}", quantile(0.5));
+        assert!(*decays.last().unwrap() < 1.0);
+    }
+}
