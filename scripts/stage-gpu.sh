@@ -119,9 +119,12 @@ for tool in memcheck racecheck synccheck; do
     if [[ -n "$sanitizer" ]]; then
         step "sanitizer-$tool-demo" "$sanitizer" --tool "$tool" --error-exitcode 1 \
             "$here/tests/gpu_demo" --test-threads=1 --nocapture
-        # KdaSplit: one configuration per early level.
-        KDA_GPU_ONE_PER_EARLY=1 step "sanitizer-$tool-kda" "$sanitizer" --tool "$tool" --error-exitcode 1 \
-            "$here/tests/gpu_kda" --test-threads=1 --nocapture
+        # KdaSplit: one configuration per early level (matrix points 0, 1, 4,
+        # 5 are early 0, 1, 2, 3), one launch each so racecheck stays in time.
+        for point in 0 1 4 5; do
+            KDA_GPU_POINTS=$point step "sanitizer-$tool-kda-$point" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+                "$here/tests/gpu_kda" --test-threads=1 --nocapture
+        done
     else
         echo "== sanitizer-$tool"
         record "sanitizer-$tool" "skipped (compute-sanitizer not found)"

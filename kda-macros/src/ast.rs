@@ -66,6 +66,8 @@ pub struct TensorParam {
     pub strides: Option<Vec<DimSpec>>,
     pub produced: bool,
     pub align: Option<Expr>,
+    /// Declared only when this comptime condition holds (`Option<Tensor>` in the body).
+    pub when: Option<Expr>,
 }
 
 /// One extent or stride of a tensor parameter.
@@ -473,6 +475,7 @@ fn parse_param(
                 strides,
                 produced: attrs.produced.is_some(),
                 align: attrs.align,
+                when: attrs.when,
             }),
         });
     }
@@ -511,6 +514,9 @@ fn parse_param(
     }
     if let Some((s, _)) = &attrs.strides {
         cx.error_at(*s, "`#[strides]` applies to tensors");
+    }
+    if let Some(w) = &attrs.when {
+        cx.error_spanned_by(w, "`#[when]` applies to tensors");
     }
     Some(Param {
         ident,
@@ -554,6 +560,18 @@ fn placeholder(n: usize, span: Span) -> Expr {
 impl VisitMut for Collect<'_> {
     fn visit_local_mut(&mut self, local: &mut syn::Local) {
         self.visit_pat_mut(&mut local.pat);
+        // `let (q, k) = (shared!(..), shared!(..));` names each element.
+        if let (Pat::Tuple(pt), Some(init)) = (&local.pat, &mut local.init)
+            && let Expr::Tuple(te) = &mut *init.expr
+            && pt.elems.len() == te.elems.len()
+        {
+            for (p, e) in pt.elems.iter().zip(te.elems.iter_mut()) {
+                self.lets.push(let_name(p));
+                self.visit_expr_mut(e);
+                self.lets.pop();
+            }
+            return;
+        }
         self.lets.push(let_name(&local.pat));
         if let Some(init) = &mut local.init {
             self.visit_expr_mut(&mut init.expr);

@@ -107,6 +107,8 @@ pub struct ParamAttrs {
     pub ready: Option<Span>,
     pub align: Option<Expr>,
     pub strides: Option<(Span, Vec<Expr>)>,
+    /// `#[when(cond)]`: the tensor is a parameter only when `cond` (comptime) holds.
+    pub when: Option<Expr>,
     /// Attributes passed through to the generated function (`#[comptime]` parameters only).
     pub other: Vec<Attribute>,
 }
@@ -142,6 +144,14 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                     cx.error_spanned_by(attr, "expected `#[align(<bytes>)]`, e.g. `#[align(16)]`")
                 }
             }
+        } else if path == WHEN {
+            match attr.parse_args::<Expr>() {
+                Ok(e) => out.when = Some(e),
+                Err(_) => cx.error_spanned_by(
+                    attr,
+                    "expected `#[when(<comptime bool>)]`, e.g. `#[when(cfg.tokens > 1)]`",
+                ),
+            }
         } else if path == STRIDES {
             match attr.parse_args_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
                 Ok(p) => out.strides = Some((path.get_ident().unwrap().span(), p.into_iter().collect())),
@@ -155,7 +165,7 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                 path,
                 format!(
                     "unknown parameter attribute `#[{}]`; expected `#[comptime]`, `#[produced]`, `#[ready]`, \
-                     `#[align(..)]` or `#[strides(..)]`",
+                     `#[align(..)]`, `#[strides(..)]` or `#[when(..)]`",
                     quote::ToTokens::to_token_stream(path).to_string().replace(' ', "")
                 ),
             );

@@ -157,14 +157,16 @@ fn expand(k: Kernel) -> TokenStream {
         }
     }
     let sym_var = |s: &str| format_ident!("__kda_sym_{}", s);
+    // A symbol is created where a declared tensor first uses it (a tensor
+    // under `#[when]` may not be declared).
     let sym_decls = syms.iter().map(|s| {
         let v = sym_var(s);
-        quote!(let #v = #rtc::sym(#s);)
+        quote!(let #v = #rtc::LazySym::new(#s);)
     });
-    let dim = |d: &DimSpec, tensor: &str, i: usize| match d {
+    let dim = |d: &DimSpec, tensor: &str, i: usize, stride: bool| match d {
         DimSpec::Sym(s) => {
             let v = sym_var(&s.to_string());
-            quote!(#v)
+            quote!(#v.get())
         }
         DimSpec::Anon(span) => {
             let rt = rt(*span);
@@ -175,7 +177,8 @@ fn expand(k: Kernel) -> TokenStream {
             let span = e.span();
             let rt = rt(span);
             let e = unbrace(e);
-            quote_spanned!(span=> #rt::konst(#e))
+            let name = format!("{tensor}.{}{i}", if stride { "stride" } else { "dim" });
+            quote_spanned!(span=> #rt::dim(#e, #name))
         }
     };
     for p in &params {
@@ -191,18 +194,18 @@ fn expand(k: Kernel) -> TokenStream {
                     .dims
                     .iter()
                     .enumerate()
-                    .map(|(i, d)| dim(d, &pname, i))
+                    .map(|(i, d)| dim(d, &pname, i, false))
                     .collect();
                 let strides = match &t.strides {
                     Some(ss) => {
                         let ss: Vec<TokenStream> = ss
                             .iter()
                             .enumerate()
-                            .map(|(i, d)| dim(d, &pname, i))
+                            .map(|(i, d)| dim(d, &pname, i, true))
                             .collect();
                         quote!([#(#ss),*])
                     }
-                    None => quote_spanned!(span=> #rt::row_major(#pname, &__kda_shape)),
+                    None => quote_spanned!(span=> #rt::default_strides::<#rank>(#pname)),
                 };
                 let produced = t.produced;
                 let align = t.align.as_ref().map_or_else(
@@ -212,13 +215,23 @@ fn expand(k: Kernel) -> TokenStream {
                         quote!(::core::option::Option::Some(#c))
                     },
                 );
-                decl_tokens.push(quote_spanned! {span=>
-                    #[allow(unused_variables)]
-                    let #id: ::kda::dsl::Tensor<#elem, #rank> = {
+                let declare = quote_spanned! {span=>
+                    {
                         let __kda_shape = [#(#dims),*];
                         let __kda_strides = #strides;
                         #rt::tensor::<#elem, #rank>(#pname, __kda_shape, __kda_strides, #produced, #align)
-                    };
+                    }
+                };
+                decl_tokens.push(match &t.when {
+                    None => quote_spanned! {span=>
+                        #[allow(unused_variables)]
+                        let #id: ::kda::dsl::Tensor<#elem, #rank> = #declare;
+                    },
+                    Some(cond) => quote_spanned! {span=>
+                        #[allow(unused_variables)]
+                        let #id: ::core::option::Option<::kda::dsl::Tensor<#elem, #rank>> =
+                            if #cond { ::core::option::Option::Some(#declare) } else { ::core::option::Option::None };
+                    },
                 });
             }
             ParamKind::Scalar(s) => {
@@ -704,7 +717,11 @@ impl VisitMut for Rewrite<'_> {
                 let idx = self.index(&ix.index);
                 let base = paren(&ix.expr);
                 let v = &a.right;
-                Some(parse(quote_spanned!(span=> #base.__kda_store(#idx, #v))))
+                // Rust evaluates the assigned value before the place.
+                Some(parse(quote_spanned!(span=> {
+                    let __kda_v = #v;
+                    #base.__kda_store(#idx, __kda_v)
+                })))
             }
             Expr::Index(ix) if !matches!(*ix.index, Expr::Range(_)) => {
                 self.place(&mut ix.expr);
@@ -732,8 +749,7 @@ impl VisitMut for Rewrite<'_> {
                     self.visit_expr_mut(a);
                 }
                 let method = m.method.to_string();
-                if self.is_handle(&m.receiver)
-                    && (LOADS.contains(&method.as_str()) || STORES.contains(&method.as_str()))
+                if (LOADS.contains(&method.as_str()) || STORES.contains(&method.as_str()))
                     && let Some(first) = m.args.first_mut()
                     && matches!(first, Expr::Array(_))
                 {

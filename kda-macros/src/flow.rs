@@ -488,6 +488,12 @@ impl Walker<'_> {
             {
                 return self.alias(&t.elems[1], &m.receiver);
             }
+            (Pat::Tuple(t), Expr::Tuple(e)) if t.elems.len() == e.elems.len() => {
+                for (p, x) in t.elems.iter().zip(&e.elems) {
+                    self.alias(p, x);
+                }
+                return;
+            }
             (Pat::Type(pt), _) => return self.alias(&pt.pat, source),
             _ => {}
         }
@@ -1003,6 +1009,9 @@ impl Walker<'_> {
             _ => {
                 self.escapes(m.args.iter());
                 let r = self.expr(&mut m.receiver);
+                if SHAPE_METHODS.contains(&method.as_str()) {
+                    return Level::Comptime;
+                }
                 r.join(args)
             }
         }

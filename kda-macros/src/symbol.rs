@@ -59,6 +59,7 @@ pub const PRODUCED: Symbol = Symbol("produced");
 pub const READY: Symbol = Symbol("ready");
 pub const ALIGN: Symbol = Symbol("align");
 pub const STRIDES: Symbol = Symbol("strides");
+pub const WHEN: Symbol = Symbol("when");
 pub const DOC: Symbol = Symbol("doc");
 pub const TENSOR: Symbol = Symbol("Tensor");
 
@@ -133,6 +134,9 @@ pub const LANE_VARYING: &[&str] = &[
 pub const UNIFORM: &[&str] = &["block_idx", "grid_dim", "cluster_rank"];
 /// Functions whose result is a runtime value even from comptime arguments.
 pub const RUNTIME_VALUES: &[&str] = &["fma", "fma_ftz", "fma_with", "select", "pack", "val"];
+/// Methods that tell the shape of a Rust container, comptime even when it
+/// holds runtime values (`history.len()`, `state_full.is_some()`).
+pub const SHAPE_METHODS: &[&str] = &["len", "is_empty", "is_some", "is_none", "capacity", "dims"];
 /// `range(a, b)`: a loop range that may have runtime bounds.
 pub const RANGE: Symbol = Symbol("range");
 

@@ -42,7 +42,7 @@ pub mod prelude {
         Barrier, Regs, Role, Shared, Tensor, Val, bar_sync, bf16, block_idx, cluster_arrive,
         cluster_arrive_relaxed, cluster_rank, cluster_sync, cluster_wait, cp_async_commit,
         cp_async_wait, elect, fence_mbarrier_init, fence_proxy_async, fma, fma_ftz, fma_with,
-        grid_dim, lane_id, mma, pack, pdl_trigger, pdl_wait, range, select, shfl_bfly, shfl_idx,
-        thread_idx, val, warp_sum,
+        grid_dim, ix, lane_id, mma, pack, pdl_trigger, pdl_wait, range, select, shfl_bfly,
+        shfl_idx, thread_idx, val, warp_sum,
     };
 }

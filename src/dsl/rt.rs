@@ -72,10 +72,63 @@ pub fn sym(name: &str) -> Dim {
     Dim::Sym(emit(|b| b.sym(name)))
 }
 
-/// A comptime extent or stride.
+/// A named symbol, created when a declared tensor first uses it.
+pub struct LazySym {
+    name: &'static str,
+    dim: std::cell::Cell<Option<Dim>>,
+}
+
+impl LazySym {
+    pub fn new(name: &'static str) -> LazySym {
+        LazySym {
+            name,
+            dim: std::cell::Cell::new(None),
+        }
+    }
+
+    #[track_caller]
+    pub fn get(&self) -> Dim {
+        if let Some(d) = self.dim.get() {
+            return d;
+        }
+        let d = sym(self.name);
+        self.dim.set(Some(d));
+        d
+    }
+}
+
+/// A `{expr}` extent or stride: an integer (known when traced), or an
+/// `Option` of one (`None`: a symbol bound at launch, named after the
+/// tensor's dimension).
+pub trait IntoDim {
+    #[track_caller]
+    fn into_dim(self, name: &str) -> Dim;
+}
+
+macro_rules! into_dim {
+    ($($t:ty),*) => {$(
+        impl IntoDim for $t {
+            #[track_caller]
+            fn into_dim(self, _: &str) -> Dim {
+                Dim::Const(count(self, "extent") as u64)
+            }
+        }
+        impl IntoDim for Option<$t> {
+            #[track_caller]
+            fn into_dim(self, name: &str) -> Dim {
+                match self {
+                    Some(x) => x.into_dim(name),
+                    None => sym(name),
+                }
+            }
+        }
+    )*};
+}
+into_dim!(i32, u32, u64, usize);
+
 #[track_caller]
-pub fn konst<X: TryInto<u32> + Copy + Display>(x: X) -> Dim {
-    Dim::Const(count(x, "extent") as u64)
+pub fn dim(x: impl IntoDim, name: &str) -> Dim {
+    x.into_dim(name)
 }
 
 /// Declare a tensor parameter.
@@ -108,21 +161,14 @@ pub fn tensor<T: Elem, const R: usize>(
     Tensor::new(t)
 }
 
-/// Row-major strides of `shape` (innermost 1); a stride outside a symbolic
-/// extent is itself symbolic: `<tensor>.stride<d>`.
+/// The default strides: the innermost 1 (elements contiguous), every other
+/// a symbol bound at launch (`<tensor>.stride<d>`), so row-padded and sliced
+/// arguments work as they are.
 #[track_caller]
-pub fn row_major<const R: usize>(name: &str, shape: &[Dim; R]) -> [Dim; R] {
+pub fn default_strides<const R: usize>(name: &str) -> [Dim; R] {
     let mut out = [Dim::Const(1); R];
-    let mut acc = Some(1u64);
-    for d in (0..R).rev() {
-        out[d] = match acc {
-            Some(c) => Dim::Const(c),
-            None => sym(&format!("{name}.stride{d}")),
-        };
-        acc = match (acc, shape[d]) {
-            (Some(a), Dim::Const(c)) => Some(a * c),
-            _ => None,
-        };
+    for (d, s) in out.iter_mut().enumerate().take(R.saturating_sub(1)) {
+        *s = sym(&format!("{name}.stride{d}"));
     }
     out
 }

@@ -5,9 +5,9 @@ use std::fmt;
 
 use kda_ir::{CachePolicy, Loc};
 
-use super::mem::{IntoIx, Ix, Shared, SharedIndex, StoreValue, Tensor, TensorIndex};
+use super::mem::{IntoIx, Ix, Shared, SharedIndex, Tensor, TensorIndex};
 use super::trace::{emit, lend, structured};
-use super::val::{Elem, Val};
+use super::val::{Elem, Operand, Val};
 
 /// A named, warp-aligned range of the block's threads (declared with `role!`).
 #[derive(Copy, Clone)]
@@ -196,17 +196,46 @@ impl Dest {
 }
 
 /// `st.async` of `v` into `buf[i]` of the CTA(s) `to`, completing `size(v)`
-/// transaction bytes of their `bar` (what `send!` expands to).
+/// transaction bytes of their `bar` (what `send!` expands to). One element:
+/// a vector is written as an array literal (`send_lanes`), so the macro sees
+/// every send's size.
 #[track_caller]
 pub fn send<T: Elem>(
     buf: &Shared<T>,
     i: impl SharedIndex,
-    v: impl StoreValue<T>,
+    v: impl Operand<T>,
     to: Dest,
     bar: &Barrier,
 ) {
     let e = buf.element(i);
-    let v = v.stored();
+    let v = v.val().value();
+    send_value(buf, e, v, to, bar)
+}
+
+/// `send!(buf[i] = [a, b, c, d], ..)`: one vector of consecutive elements.
+#[track_caller]
+pub fn send_lanes<T: Elem, const N: usize>(
+    buf: &Shared<T>,
+    i: impl SharedIndex,
+    lanes: [Val<T>; N],
+    to: Dest,
+    bar: &Barrier,
+) where
+    [T; N]: super::val::Ty,
+{
+    let e = buf.element(i);
+    let v = super::val::pack(lanes).value();
+    send_value(buf, e, v, to, bar)
+}
+
+#[track_caller]
+fn send_value<T: Elem>(
+    buf: &Shared<T>,
+    e: kda_ir::Value,
+    v: kda_ir::Value,
+    to: Dest,
+    bar: &Barrier,
+) {
     match to {
         Dest::One(rank) => {
             let cta = rank.value();
@@ -221,28 +250,14 @@ pub fn send<T: Elem>(
     }
 }
 
-/// `send!` of a vector written as an array literal: `[a, b, c, d]`.
-#[track_caller]
-pub fn send_lanes<T: Elem, const N: usize>(
-    buf: &Shared<T>,
-    i: impl SharedIndex,
-    lanes: [Val<T>; N],
-    to: Dest,
-    bar: &Barrier,
-) where
-    [T; N]: super::val::Ty,
-{
-    let v = super::val::pack(lanes);
-    send(buf, i, v, to, bar)
-}
-
 /// `cp.async.bulk` of `bytes` from `src[gi..]` into `dst[si..]`, completing
-/// them on `bar` (what `bulk_copy!` expands to).
+/// them on `bar` (what `bulk_copy!` expands to). A byte copy: the element
+/// types may differ.
 #[track_caller]
-pub fn bulk_copy<T: Elem, const R: usize>(
+pub fn bulk_copy<T: Elem, U: Elem, const R: usize>(
     dst: &Shared<T>,
     si: impl SharedIndex,
-    src: &Tensor<T, R>,
+    src: &Tensor<U, R>,
     gi: impl TensorIndex<R>,
     bytes: u32,
     bar: &Barrier,
@@ -261,12 +276,13 @@ pub fn bulk_copy<T: Elem, const R: usize>(
     emit(|b| b.bulk_copy(dst.id, s, src.id, &g, bytes, bar.id, policy))
 }
 
-/// 16-byte `cp.async.cg` from `src[gi..]` into `dst[si..]` (what `cp_async!` expands to).
+/// 16-byte `cp.async.cg` from `src[gi..]` into `dst[si..]` (what `cp_async!`
+/// expands to). A byte copy: the element types may differ.
 #[track_caller]
-pub fn cp_async<T: Elem, const R: usize>(
+pub fn cp_async<T: Elem, U: Elem, const R: usize>(
     dst: &Shared<T>,
     si: impl SharedIndex,
-    src: &Tensor<T, R>,
+    src: &Tensor<U, R>,
     gi: impl TensorIndex<R>,
 ) {
     let s = dst.element(si);

@@ -191,6 +191,14 @@ impl<S: Ty, T: Ty> fmt::Debug for Cast<S, T> {
     }
 }
 
+impl<S: Ty, T: Ty> Cast<S, T> {
+    /// Emit the conversion now.
+    #[track_caller]
+    pub fn val(self) -> Val<T> {
+        Operand::val(self)
+    }
+}
+
 impl<S: Ty, T: Ty> Operand<T> for Cast<S, T> {
     #[track_caller]
     fn val(self) -> Val<T> {

@@ -9,8 +9,10 @@ use crate::LANES;
 #[cluster_kernel(block = 64, cluster = cluster)]
 pub fn dsmem_exchange(
     #[comptime] cluster: u32,
-    #[produced] input: Tensor<f32, rows, { LANES }>,
-    output: Tensor<f32, rows, { LANES }>,
+    #[produced]
+    #[strides({ LANES }, 1)]
+    input: Tensor<f32, rows, { LANES }>,
+    #[strides({ LANES }, 1)] output: Tensor<f32, rows, { LANES }>,
 ) {
     let sender = role!(0..32);
     let receiver = role!(32..64);

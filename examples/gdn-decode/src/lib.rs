@@ -6,8 +6,8 @@
 //! a gated RMSNorm, for `B` requests of `T = 1..=4` tokens, with KdaSplit's
 //! slot, padding and speculative-verify cache semantics (`shared/spec/KDA.md`
 //! §2, §3.6). This crate is the host side — [`GdnConfig`], the arguments
-//! [`GdnArgs`], the float64 [`reference`], the seeded [`generate`], the
-//! contract checks [`validate`] and [`compare`] — and this page is the spec
+//! [`GdnArgs`], the float64 [`reference()`], the seeded [`generate`], the
+//! contract checks [`validate()`] and [`compare()`] — and this page is the spec
 //! the DSL kernel is written against. Sections 1–5 are normative.
 //!
 //! ## 0. Notation
@@ -144,7 +144,7 @@
 //! positive write slots only. `conv_state`: `conv_state[c]`, columns `0..T+1`
 //! (T = 1: `0..2`), active requests only. Nothing else is written.
 //!
-//! ## 4. Caller contract ([`validate`]; violations are undefined behaviour)
+//! ## 4. Caller contract ([`validate()`]; violations are undefined behaviour)
 //!
 //! 1. `1 <= T <= 4` ([`GdnConfig`]), `HV` a positive multiple of `HK`, head
 //!    dims 128; `x.shape[0] == B·T`; shapes and dtypes as in §1; `conv_bias`
@@ -173,7 +173,7 @@
 //! | o, RMSNorm, silu(z) | f32 | none before the norm |
 //! | output | f32 → **bf16** | RNE |
 //!
-//! Expected agreement with the f64 reference (enforced by [`compare`], same
+//! Expected agreement with the f64 reference (enforced by [`compare()`], same
 //! limits as KdaSplit): output relative Frobenius error well under 1e-2 (bf16
 //! rounding alone ≈ 3e-3), written state pages ~1e-5 relative per token
 //! (limit 1e-4), conv state and untouched state slots bit-exact, padding
@@ -198,7 +198,7 @@
 //!   check rejects a `[K, V]` view (key stride ≠ 1).
 //! * **Padding** is `slot <= 0` on the read slot (null block 0 or −1), and
 //!   `accepted` is not clamped (vLLM clamps `accepted - 1` to `>= 0`): KdaSplit
-//!   §8.6–§8.7, rejected by [`validate`].
+//!   §8.6–§8.7, rejected by [`validate()`].
 //! * **Conv cache** is vLLM's `W - 1 = 3` columns (`T + 2` when verifying),
 //!   channels in q | k | v order, the same conv slot `slots[b, 0]` as vLLM's
 //!   GDN spec path (`spec_state_indices_tensor[:, 0]`).

@@ -1,7 +1,8 @@
 //! KdaSplit on the GPU: the configuration matrix against the float64
 //! reference and against the simulator. Skips where there is no CUDA driver.
-//! `KDA_GPU_FILTER=early<N>` runs one configuration per early level only
-//! (for compute-sanitizer, which is slow).
+//! For compute-sanitizer, which is slow: `KDA_GPU_ONE_PER_EARLY=1` runs the
+//! first configuration of each early level only, `KDA_GPU_POINTS=0,4` the
+//! listed matrix points only.
 
 mod common;
 
@@ -13,11 +14,19 @@ use kda_split::{compare, run::run};
 fn matrix_on_the_gpu_matches_the_reference_and_the_simulator() {
     let Some(gpu) = gpu_or_skip() else { return };
     let one_per_early = std::env::var_os("KDA_GPU_ONE_PER_EARLY").is_some();
+    let points: Option<Vec<usize>> = std::env::var("KDA_GPU_POINTS").ok().map(|v| {
+        v.split(',')
+            .map(|n| n.trim().parse().expect("KDA_GPU_POINTS: indices"))
+            .collect()
+    });
     let mut seen_early = [false; 4];
     let mut failed = Vec::new();
     for (n, point) in MATRIX.iter().enumerate() {
         let early = point.schedule[0] as usize;
         if one_per_early && std::mem::replace(&mut seen_early[early], true) {
+            continue;
+        }
+        if points.as_ref().is_some_and(|p| !p.contains(&n)) {
             continue;
         }
         let case = point.case(100 + n as u64);

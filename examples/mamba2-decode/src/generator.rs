@@ -240,7 +240,7 @@ mod tests {
         for (has_z, has_d, has_conv_bias) in [(true, true, true), (false, false, false)] {
             for layout in [ConvLayout::Ds, ConvLayout::Sd] {
                 let c = Mamba2Config {
-                    heads: 4,
+                    heads: 2,
                     n_groups: 2,
                     has_z,
                     has_d,
@@ -249,7 +249,7 @@ mod tests {
                 }
                 .validated()
                 .unwrap();
-                let o = GenOptions::new(5)
+                let o = GenOptions::new(3)
                     .seed(11)
                     .conv_layout(layout)
                     .conv_extra(1)
@@ -282,23 +282,35 @@ mod tests {
         );
     }
 
+    /// Decays as `generate` draws them: `A = -U[1, 16]`, `dt ~ N(0, 1)`,
+    /// `dt_bias` per [`DtBias`].
+    fn decay_quantiles(kind: DtBias) -> impl Fn(f64) -> f64 {
+        let mut g = Gen(ChaCha8Rng::seed_from_u64(7));
+        let mut decays: Vec<f64> = (0..4096)
+            .map(|_| {
+                let a = -g.uniform(1.0, 16.0);
+                let dt = g.normal(0.0, 1.0);
+                let dt_bias = g.dt_bias(kind);
+                (softplus(dt + dt_bias) * a).exp()
+            })
+            .collect();
+        decays.sort_by(f64::total_cmp);
+        move |p: f64| decays[((p * decays.len() as f64) as usize).min(decays.len() - 1)]
+    }
+
     #[test]
     fn default_decays_spread_over_the_unit_interval() {
-        let c = Mamba2Config::new(8, 1).unwrap();
-        let mut decays: Vec<f64> = Vec::new();
-        for seed in 0..16 {
-            let a = generate(&c, &GenOptions::new(16).num_slots(17).seed(seed));
-            for b in 0..16 {
-                for h in 0..8 {
-                    let dt = softplus(a.dt.get(&[b, h]) + a.dt_bias.get(&[h]));
-                    decays.push((dt * a.a.get(&[h])).exp());
-                }
-            }
-        }
-        decays.sort_by(f64::total_cmp);
-        let quantile = |p: f64| decays[(p * decays.len() as f64) as usize];
-        assert!(quantile(0.1) < 0.6, "{}", quantile(0.1));
-        assert!(quantile(0.5) > 0.5, "{}", quantile(0.5));
-        assert!(*decays.last().unwrap() < 1.0);
+        let q = decay_quantiles(DtBias::Spread);
+        assert!(q(0.05) < 0.2 && q(0.2) < 0.6, "{} {}", q(0.05), q(0.2));
+        assert!((0.7..0.95).contains(&q(0.5)), "{}", q(0.5));
+        assert!(q(1.0) < 1.0);
+        let q = decay_quantiles(DtBias::Init);
+        assert!(q(0.5) > 0.93, "{}", q(0.5));
+        // And `generate` uses the option.
+        let c = Mamba2Config::new(1, 1).unwrap();
+        let spread = generate(&c, &GenOptions::new(1).seed(2)).dt_bias.get(&[0]);
+        let init = generate(&c, &GenOptions::new(1).seed(2).dt_bias(DtBias::Init));
+        assert!((-6.95..-2.25).contains(&init.dt_bias.get(&[0])));
+        assert_ne!(spread, init.dt_bias.get(&[0]));
     }
 }

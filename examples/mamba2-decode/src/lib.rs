@@ -6,8 +6,8 @@
 //! `state = state·dA + dt·B ⊗ x`, `y = state·C + D·x`, optionally `y·silu(z)`),
 //! for `B` requests of one token each, with padding slots. This crate is the
 //! host side — [`Mamba2Config`], the arguments [`Mamba2Args`], the float64
-//! [`reference`], the seeded [`generate`], the contract checks [`validate`]
-//! and [`compare`] — and this page is the spec the DSL kernel is written
+//! [`reference()`], the seeded [`generate`], the contract checks [`validate()`]
+//! and [`compare()`] — and this page is the spec the DSL kernel is written
 //! against. Sections 1–5 are normative.
 //!
 //! ## 0. Notation
@@ -102,7 +102,7 @@
 //! padding rows 0). `state[slot]` and `conv_state[slot]` (columns 0..2) of
 //! active requests. Nothing else is written.
 //!
-//! ## 4. Caller contract ([`validate`]; violations are undefined behaviour)
+//! ## 4. Caller contract ([`validate()`]; violations are undefined behaviour)
 //!
 //! 1. [`Mamba2Config`]: `H >= 1`, `G >= 1` divides `H`, `P` a power of two in
 //!    16..=128, `N` a power of two in 16..=256.
@@ -122,7 +122,7 @@
 //! | state update, `Σ S'·C`, D·x, silu(z) | f32 | state stored as f32 |
 //! | output | f32 → **bf16** | RNE |
 //!
-//! Expected agreement with the f64 reference (enforced by [`compare`], same
+//! Expected agreement with the f64 reference (enforced by [`compare()`], same
 //! limits as KdaSplit): output relative Frobenius error well under 1e-2,
 //! written state pages ~1e-6 relative (limit 1e-4), conv state and untouched
 //! state slots bit-exact, padding rows exactly zero.

@@ -27,7 +27,7 @@ pub struct DemoArgs {
 
 pub fn demo(a: &DemoArgs) -> CliResult {
     let cfg = a.config.config()?;
-    println!("KdaSplit: {}", describe(&cfg));
+    say!("KdaSplit: {}", describe(&cfg));
     let options = GenOptions::new(cfg.heads, cfg.batch as usize, cfg.tokens)
         .seed(a.seed)
         .has_bias(cfg.has_bias)
@@ -36,7 +36,7 @@ pub fn demo(a: &DemoArgs) -> CliResult {
     let case = Case::generate(&options, order_for(&cfg))
         .map_err(|e| Failure::input(format!("generating the case: {e}")))?;
     let generated = start.elapsed();
-    println!(
+    say!(
         "case: generated (seed {}, {} gate inputs), {} requests of which {} padding, {} cache slots",
         a.seed,
         super::options::name(a.gate_inputs),
@@ -45,7 +45,7 @@ pub fn demo(a: &DemoArgs) -> CliResult {
         options.resolved_num_slots(),
     );
     let dev = Opened::open(&a.device)?;
-    println!("{}", dev.line());
+    say!("{}", dev.line());
     phase_line_reference(generated);
     let actual = dev.execute(&cfg, &case.args, a.device.repeat)?;
     let expected = case
@@ -57,7 +57,7 @@ pub fn demo(a: &DemoArgs) -> CliResult {
 }
 
 fn phase_line_reference(generated: std::time::Duration) {
-    println!("reference:");
+    say!("reference:");
     phase(
         "generate + f64 reference (CPU)",
         generated,
@@ -67,9 +67,9 @@ fn phase_line_reference(generated: std::time::Duration) {
 
 /// Prints the report; exit 1 if a check failed.
 pub fn finish(report: &Report) -> CliResult {
-    println!("check against the expected results (spec §10 tolerances):");
+    say!("check against the expected results (spec §10 tolerances):");
     for line in report.to_string().lines() {
-        println!("  {line}");
+        say!("  {line}");
     }
     if report.passed() {
         Ok(())

@@ -90,9 +90,9 @@ fn runtime(what: &str, e: impl std::fmt::Display) -> Failure {
 pub fn phase(name: &str, seconds: std::time::Duration, note: &str) {
     let time = fmt_duration(seconds);
     if note.is_empty() {
-        println!("  {name:<30} {time:>10}");
+        say!("  {name:<30} {time:>10}");
     } else {
-        println!("  {name:<30} {time:>10}  {note}");
+        say!("  {name:<30} {time:>10}  {note}");
     }
 }
 
@@ -103,7 +103,7 @@ fn execute_on<D: Timed>(
     repeat: usize,
 ) -> Result<Actual, Failure> {
     check_contract(cfg, args)?;
-    println!("timing (wall clock unless noted):");
+    say!("timing (wall clock unless noted):");
     let start = Instant::now();
     let kernel = run::kernel_for(cfg, args);
     phase(
@@ -159,7 +159,7 @@ fn execute_on<D: Timed>(
         .device_timing(&prepared, repeat)
         .map_err(|e| runtime("timing", e))?
     {
-        println!("  {line}");
+        say!("  {line}");
     }
     Ok(actual)
 }

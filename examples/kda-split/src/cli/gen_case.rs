@@ -146,7 +146,7 @@ pub fn gen_case(a: &GenCaseArgs) -> CliResult {
     case.write(&a.out)
         .map_err(|e| Failure::input(format!("writing the case: {e}")))?;
     let bytes = std::fs::metadata(&a.out).map(|m| m.len()).unwrap_or(0);
-    println!(
+    say!(
         "wrote {}: heads {}, {} requests x {} tokens, bias {}, {} cache slots, seed {}, {} gate inputs, {} dt_bias, {} ({:.1} MiB)",
         a.out.display(),
         a.heads,

@@ -51,7 +51,7 @@ pub fn info(a: &InfoArgs) -> CliResult {
     let Some(ptxas_path) = ptxas::find() else {
         return Err(Failure::device(PtxasError::NotFound.to_string()));
     };
-    println!("ptxas: {} -arch=sm_90a -v", ptxas_path.display());
+    say!("ptxas: {} -arch=sm_90a -v", ptxas_path.display());
     let mut configs = Vec::new();
     for &heads in &a.heads {
         for &batch in &a.batch {
@@ -72,7 +72,7 @@ pub fn info(a: &InfoArgs) -> CliResult {
             }
         }
     }
-    println!(
+    say!(
         "{:<40} {:>2} {:>5} {:>4} {:>12} {:>6} {:>14} {:>4} {:>9}",
         "configuration",
         "C",
@@ -90,7 +90,7 @@ pub fn info(a: &InfoArgs) -> CliResult {
             Ok(cfg) => cfg,
             Err(e) => {
                 invalid += 1;
-                println!("{name:<40} invalid configuration: {e}");
+                say!("{name:<40} invalid configuration: {e}");
                 continue;
             }
         };
@@ -102,7 +102,7 @@ pub fn info(a: &InfoArgs) -> CliResult {
             .map_err(|e| Failure::device(format!("{}: {e}", label(cfg))))?;
         let took = start.elapsed();
         spilled += usize::from(report.spills() > 0);
-        println!(
+        say!(
             "{:<40} {:>2} {:>5} {:>4} {:>12} {:>6} {:>14} {:>4} {:>9}{}",
             label(cfg),
             cfg.cluster(),
@@ -117,12 +117,12 @@ pub fn info(a: &InfoArgs) -> CliResult {
         );
         if a.log {
             for line in report.log.lines() {
-                println!("    {line}");
+                say!("    {line}");
             }
         }
     }
     if spilled > 0 {
-        println!("{spilled} configuration(s) spill registers");
+        say!("{spilled} configuration(s) spill registers");
     }
     if invalid > 0 {
         return Err(Failure::usage(format!(

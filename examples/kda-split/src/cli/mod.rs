@@ -12,6 +12,15 @@
 //! | 3 | bad input: an unreadable, malformed or mismatched case file, or arguments that break the caller contract |
 //! | 4 | the device, the compiler, ptxas or the benchmark failed |
 
+/// `println!` that ignores a closed standard output, so that
+/// `kda-split info | head` ends quietly instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod bench;
 mod demo;
 mod exec;

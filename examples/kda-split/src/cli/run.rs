@@ -76,10 +76,10 @@ pub fn run(a: &RunArgs) -> CliResult {
         .meta
         .config(gate_mode, &a.schedule.0)
         .map_err(|e| Failure::config(&e))?;
-    println!("case: {path}");
-    println!("KdaSplit: {}", describe(&cfg));
+    say!("case: {path}");
+    say!("KdaSplit: {}", describe(&cfg));
     check_contract(&cfg, &case.args)?;
-    println!(
+    say!(
         "case: {} requests of which {} padding, {} cache slots, seed {}",
         case.args.requests(),
         padding_requests(&cfg, &case.args),
@@ -87,11 +87,11 @@ pub fn run(a: &RunArgs) -> CliResult {
         case.meta.seed
     );
     if let Some(note) = order_note(&case, &cfg) {
-        println!("note: {note}");
+        say!("note: {note}");
     }
     let dev = Opened::open(&a.device)?;
-    println!("{}", dev.line());
-    println!("case file:");
+    say!("{}", dev.line());
+    say!("case file:");
     phase("read + validate the case file", read, "");
     let expected = match &case.expected {
         Some(expected) => expected.clone(),
@@ -112,7 +112,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         results
             .write(out)
             .map_err(|e| Failure::input(format!("writing the results: {e}")))?;
-        println!("wrote the results to {}", out.display());
+        say!("wrote the results to {}", out.display());
     }
     finish(&report)
 }

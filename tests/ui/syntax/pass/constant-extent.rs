@@ -10,7 +10,10 @@ fn kernel(#[comptime] heads: u32, x: Tensor<f32, rows, { LANES }>, y: Tensor<f32
 }
 
 fn main() {
+    use kda::ir::Dim::Const;
     let k = kernel(4);
-    assert_eq!(k.syms.len(), 1);
+    let shapes: Vec<_> = k.tensors.values().map(|t| t.shape.clone()).collect();
+    assert!(matches!(shapes[0][..], [kda::ir::Dim::Sym(_), Const(32)]));
+    assert_eq!(shapes[1], [Const(4), Const(32)]);
     kda::ir::verifier::verify(&k).unwrap_or_else(|e| panic!("{e}"));
 }
