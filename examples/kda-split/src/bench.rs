@@ -20,7 +20,11 @@
 //! verdicts) and writes everything as JSON with `--json FILE`. Without a GPU
 //! it says so and exits 0 (unless `KDA_REQUIRE_GPU` is set); `--sim` checks
 //! the machinery on the simulator instead.
+//!
+//! `kda-split autotune` ([`autotune`]) searches the schedule space with the
+//! same workload and timing ([`measure_point`]) and writes the tuned table.
 
+pub mod autotune;
 pub mod gpu;
 pub mod kernels;
 pub mod report;
@@ -55,8 +59,10 @@ options:
   --batch LIST        e.g. 1,8,32,128,512
   --tokens LIST       e.g. 1,4
   --schedule S        a schedule to try, repeatable or ';'-separated: a name
-                      (default, e1, e1-l8, e1-l16, e2, e2-c2, e2-c4,
-                      e2-c2-evict, e3-c2) or raw early,lanes,occupancy[,cluster[,evict]]
+                      (auto: the tuned table's schedule at each point; seed
+                      or default: the seed's defaults 0,0,0; e1, e1-l8,
+                      e1-l16, e2, e2-c2, e2-c4, e2-c2-evict, e3-c2) or raw
+                      early,lanes,occupancy[,cluster[,evict]]
   --json FILE         write the results as JSON
   --budget-ms MS      timed replays per configuration, in ms (default 250)
   --min-steps N       least steps per graph (default 32)
@@ -70,12 +76,15 @@ options:
   -h, --help          this text
 
 Default sweep: heads 12 at batch 1, 8, 32, 64, 128, 512 (T = 1) and T = 4 at
-batch 8 and 64; heads 6 and 32 at batch 1, 128, 512.";
+batch 8 and 64; heads 6 and 32 at batch 1, 128, 512. The targets' `default`
+column is the kernel's default schedule: `auto` (the tuned table) where it
+was measured, else the seed's.";
 
 /// The named schedules.
 fn named(label: &str) -> Option<Candidate> {
     let raw: &[u32] = match label {
-        "default" => &[0, 0, 0],
+        "auto" => return Some(Candidate::auto()),
+        "seed" | "default" => return Some(Candidate::new("seed", &[0, 0, 0])),
         "e1" => &[1, 0, 0],
         "e1-l8" => &[1, 8, 0],
         "e1-l16" => &[1, 16, 0],
@@ -89,12 +98,15 @@ fn named(label: &str) -> Option<Candidate> {
     Some(Candidate::new(label, raw))
 }
 
+/// The sweep's schedules without `--schedule` (`auto` first: it is always
+/// measured under its own name).
 fn default_schedules(quick: bool) -> Vec<Candidate> {
     let names: &[&str] = if quick {
-        &["default", "e1", "e2-c2"]
+        &["auto", "seed", "e1", "e2-c2"]
     } else {
         &[
-            "default",
+            "auto",
+            "seed",
             "e1",
             "e1-l8",
             "e1-l16",
@@ -123,7 +135,7 @@ fn parse_schedule(text: &str) -> Result<Candidate, String> {
         ));
     }
     let label = if raw == [0, 0, 0] {
-        "default".to_string()
+        "seed".to_string()
     } else {
         format!("[{text}]")
     };
@@ -140,6 +152,23 @@ fn parse_list(flag: &str, text: &str) -> Result<Vec<u32>, String> {
                 .ok_or_else(|| format!("{flag}: `{x}` is not a positive integer"))
         })
         .collect()
+}
+
+/// Every `(heads, batch, tokens)` of the lists: heads, then tokens, then batch.
+pub fn product(heads: &[u32], batch: &[u32], tokens: &[u32]) -> Vec<Point> {
+    let mut points = Vec::new();
+    for &heads in heads {
+        for &tokens in tokens {
+            for &batch in batch {
+                points.push(Point {
+                    heads,
+                    batch,
+                    tokens,
+                });
+            }
+        }
+    }
+    points
 }
 
 /// The command line.
@@ -162,20 +191,38 @@ pub struct Options {
     pub check_mib: Option<usize>,
 }
 
+/// A flag's value, taken from the arguments when called.
+pub type FlagValue<'a> = &'a mut dyn FnMut() -> Result<String, String>;
+
 impl Options {
     /// Parse the flags after `bench` (a leading `bench` is skipped too).
     pub fn parse(args: &[String]) -> Result<Options, String> {
+        Self::parse_with(args, "bench", USAGE, |_, _| Ok(false))
+    }
+
+    /// Parse `args` (a leading `command` is skipped). Each flag is offered to
+    /// `extra` first, with a way to take its value: `Ok(true)` when `extra`
+    /// took it. Unknown flags are an error that ends with `usage`.
+    pub fn parse_with(
+        args: &[String],
+        command: &str,
+        usage: &str,
+        mut extra: impl FnMut(&str, FlagValue) -> Result<bool, String>,
+    ) -> Result<Options, String> {
         let mut o = Options {
             seed: 1,
             ..Options::default()
         };
-        let mut it = args.iter().skip_while(|a| *a == "bench");
+        let mut it = args.iter().skip_while(|a| *a == command);
         while let Some(flag) = it.next() {
             let mut value = || {
                 it.next()
                     .cloned()
                     .ok_or_else(|| format!("{flag} needs a value"))
             };
+            if extra(flag, &mut value)? {
+                continue;
+            }
             let number = |v: String| {
                 v.parse::<u64>()
                     .map_err(|_| format!("{flag}: `{v}` is not a number"))
@@ -200,48 +247,35 @@ impl Options {
                 "--seed" => o.seed = number(value()?)?,
                 "--check" => o.check = true,
                 "--check-mib" => o.check_mib = Some(number(value()?)? as usize),
-                other => return Err(format!("unknown option `{other}`\n\n{USAGE}")),
+                other => return Err(format!("unknown option `{other}`\n\n{usage}")),
             }
         }
         Ok(o)
     }
 
+    /// Whether `--heads`, `--batch` or `--tokens` was given.
+    pub fn has_point_lists(&self) -> bool {
+        self.heads.is_some() || self.batch.is_some() || self.tokens.is_some()
+    }
+
     /// The points to measure, in order.
     pub fn points(&self) -> Vec<Point> {
-        let p = |heads, batch, tokens| Point {
-            heads,
-            batch,
-            tokens,
-        };
-        if self.heads.is_none() && self.batch.is_none() && self.tokens.is_none() {
-            let mut points = Vec::new();
+        if !self.has_point_lists() {
             let (h12, other): (&[u32], &[u32]) = if self.full {
                 (&[1, 8, 32, 64, 128, 512], &[1, 8, 32, 64, 128, 512])
             } else {
                 (&[1, 8, 32, 64, 128, 512], &[1, 128, 512])
             };
-            points.extend(h12.iter().map(|&b| p(12, b, 1)));
-            points.extend([8, 64].iter().map(|&b| p(12, b, 4)));
-            for heads in [6, 32] {
-                points.extend(other.iter().map(|&b| p(heads, b, 1)));
-            }
+            let mut points = product(&[12], h12, &[1]);
+            points.extend(product(&[12], &[8, 64], &[4]));
+            points.extend(product(&[6, 32], other, &[1]));
             return points;
         }
-        let heads = self.heads.clone().unwrap_or_else(|| vec![12]);
-        let batch = self
-            .batch
-            .clone()
-            .unwrap_or_else(|| vec![1, 8, 32, 128, 512]);
-        let tokens = self.tokens.clone().unwrap_or_else(|| vec![1]);
-        let mut points = Vec::new();
-        for &h in &heads {
-            for &t in &tokens {
-                for &b in &batch {
-                    points.push(p(h, b, t));
-                }
-            }
-        }
-        points
+        product(
+            self.heads.as_deref().unwrap_or(&[12]),
+            self.batch.as_deref().unwrap_or(&[1, 8, 32, 128, 512]),
+            self.tokens.as_deref().unwrap_or(&[1]),
+        )
     }
 
     pub fn schedules(&self) -> Vec<Candidate> {
@@ -252,7 +286,8 @@ impl Options {
         }
     }
 
-    fn budget(&self) -> Budget {
+    /// The timing of each measured schedule.
+    pub fn budget(&self) -> Budget {
         Budget {
             warmup: 3,
             target_ms: self
@@ -277,7 +312,7 @@ impl Options {
         })
     }
 
-    fn min_steps(&self) -> usize {
+    pub fn min_steps(&self) -> usize {
         self.min_steps.unwrap_or(if self.quick { 16 } else { 32 })
     }
 
@@ -285,8 +320,59 @@ impl Options {
         self.copy_mib.unwrap_or(1024)
     }
 
-    fn check_mib(&self) -> usize {
+    pub fn check_mib(&self) -> usize {
         self.check_mib.unwrap_or(2048)
+    }
+
+    /// The slot groups of `point`'s workload: ≥ 4 × L2 of state.
+    pub fn plan(&self, l2: usize) -> Plan {
+        Plan {
+            rotate_bytes: 4 * l2,
+            min_groups: 2,
+            min_steps: self.min_steps(),
+            seed: self.seed,
+        }
+    }
+
+    /// Set up `point`'s workload on `dev`, saying so (or why it failed), and
+    /// whether its schedules are checked against the reference.
+    pub fn workload(
+        &self,
+        dev: &CudaDevice,
+        point: Point,
+        l2: usize,
+    ) -> Result<(Workload<CudaDevice>, bool), RuntimeError> {
+        let t0 = Instant::now();
+        let workload = Workload::new(dev, point, &self.plan(l2)).inspect_err(|e| {
+            println!("  {point}: setup failed: {e}");
+        })?;
+        let state_bytes = workload.num_slots * point.slot_bytes();
+        println!(
+            "  {point}: {} slot groups ({:.0} MiB of state), {} steps per graph, set up in {:.1} s",
+            workload.groups,
+            state_bytes as f64 / (1 << 20) as f64,
+            workload.steps,
+            t0.elapsed().as_secs_f64()
+        );
+        let check = self.check && state_bytes <= self.check_mib() << 20;
+        Ok((workload, check))
+    }
+}
+
+/// Open GPU 0, or say that there is none: `Ok(None)` unless
+/// `KDA_REQUIRE_GPU` is set.
+pub fn open_gpu(command: &str) -> Result<Option<CudaDevice>, RuntimeError> {
+    match CudaDevice::new(0) {
+        Ok(dev) => Ok(Some(dev)),
+        Err(RuntimeError::NoDriver(why)) if std::env::var_os("KDA_REQUIRE_GPU").is_none() => {
+            println!(
+                "{command}: no usable GPU ({why}); nothing measured.\n\
+                 The benchmark needs an H100/H200; `kda-split bench --sim` checks its kernels \
+                 and workload on the simulator instead."
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -300,17 +386,8 @@ pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
     if opts.sim {
         return sim::sanity();
     }
-    let dev = match CudaDevice::new(0) {
-        Ok(dev) => dev,
-        Err(RuntimeError::NoDriver(why)) if std::env::var_os("KDA_REQUIRE_GPU").is_none() => {
-            println!(
-                "bench: no usable GPU ({why}); nothing measured.\n\
-                 The benchmark needs an H100/H200; `kda-split bench --sim` checks its kernels \
-                 and workload on the simulator instead."
-            );
-            return Ok(());
-        }
-        Err(e) => return Err(e.into()),
+    let Some(dev) = open_gpu("bench")? else {
+        return Ok(());
     };
     let results = run(&dev, &opts)?;
     let text = report::markdown(&results);
@@ -350,7 +427,7 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, Box<dyn Error>> 
         .iter()
         .filter(|c| c.verified && c.name.starts_with("bench_copy"))
         .map(|c| c.tbps)
-        .fold(f64::NAN, f64::max);
+        .max_by(f64::total_cmp);
 
     let floor = node_floor(
         dev,
@@ -369,24 +446,16 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, Box<dyn Error>> 
         );
     }
 
-    let plan = |seed| Plan {
-        rotate_bytes: 4 * l2,
-        min_groups: 2,
-        min_steps: opts.min_steps(),
-        seed,
-    };
     let schedules = opts.schedules();
     let mut rows = Vec::new();
     for point in opts.points() {
-        let t0 = Instant::now();
-        let mut workload = match Workload::new(dev, point, &plan(opts.seed)) {
+        let (mut workload, check) = match opts.workload(dev, point, l2) {
             Ok(w) => w,
             Err(e) => {
-                println!("  {point}: setup failed: {e}");
-                let (groups, steps) = plan(opts.seed).shape(&point);
+                let (groups, steps) = opts.plan(l2).shape(&point);
                 rows.extend(schedules.iter().map(|c| Row {
                     point,
-                    candidate: c.clone(),
+                    candidate: c.at(&point),
                     resolved: None,
                     groups,
                     steps,
@@ -395,70 +464,14 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, Box<dyn Error>> 
                 continue;
             }
         };
-        let state_bytes = workload.num_slots * point.slot_bytes();
-        println!(
-            "  {point}: {} slot groups ({:.0} MiB of state), {} steps per graph, set up in {:.1} s",
-            workload.groups,
-            state_bytes as f64 / (1 << 20) as f64,
-            workload.steps,
-            t0.elapsed().as_secs_f64()
-        );
-        let check = opts.check && state_bytes <= opts.check_mib() << 20;
-        let mut seen: Vec<Resolved> = Vec::new();
-        for cand in &schedules {
-            let mut row = Row {
-                point,
-                candidate: cand.clone(),
-                resolved: None,
-                groups: workload.groups,
-                steps: workload.steps,
-                outcome: Outcome::Skipped(String::new()),
-            };
-            let cfg = KdaConfig::new(point.heads, point.batch, 0, true, &cand.raw, point.tokens);
-            match cfg {
-                Err(e) => row.outcome = Outcome::Skipped(e.to_string()),
-                Ok(cfg) => {
-                    let resolved = Resolved::of(&cfg);
-                    row.resolved = Some(resolved);
-                    if seen.contains(&resolved) {
-                        row.outcome =
-                            Outcome::Skipped("resolves to a schedule already measured".into());
-                    } else {
-                        seen.push(resolved);
-                        row.outcome = match measure_kda(dev, &mut workload, &cfg, &budget, check) {
-                            Ok(m) => {
-                                let bw = tbps(point.state_bytes_per_step(), m.timing.median_us);
-                                println!(
-                                    "    {:<12} {:>9.2} µs/step  {:.3} TB/s  {:>5.1} % of copy{}{}",
-                                    cand.label,
-                                    m.timing.median_us,
-                                    bw,
-                                    bw / ceiling * 100.0,
-                                    if m.bad_outputs > 0 {
-                                        format!("  BAD OUTPUT ({} elements)", m.bad_outputs)
-                                    } else {
-                                        String::new()
-                                    },
-                                    match &m.check {
-                                        None => String::new(),
-                                        Some(Ok(())) => "  (step 0 matches the reference)".into(),
-                                        Some(Err(report)) => {
-                                            format!("  REFERENCE MISMATCH:\n{report}")
-                                        }
-                                    }
-                                );
-                                Outcome::Measured(m)
-                            }
-                            Err(e) => {
-                                println!("    {:<12} failed: {e}", cand.label);
-                                Outcome::Failed(e.to_string())
-                            }
-                        };
-                    }
-                }
-            }
-            rows.push(row);
-        }
+        let sweep = Sweep {
+            budget,
+            check,
+            ceiling,
+            verbose: true,
+            deadline: None,
+        };
+        rows.extend(measure_point(dev, &mut workload, &schedules, &sweep));
     }
     Ok(Results {
         device: dev.describe(),
@@ -469,6 +482,104 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, Box<dyn Error>> 
         options: opts.to_json(),
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// How [`measure_point`] times and reports.
+#[derive(Clone, Copy, Debug)]
+pub struct Sweep {
+    pub budget: Budget,
+    /// Compare each schedule's first step with the float64 reference.
+    pub check: bool,
+    /// The copy ceiling in TB/s, for each line's "% of copy".
+    pub ceiling: Option<f64>,
+    /// Print a line per measured schedule.
+    pub verbose: bool,
+    /// Schedules not started by then are skipped.
+    pub deadline: Option<Instant>,
+}
+
+/// Measure `schedules` on `workload`'s point (gate mode 0, bias on), in
+/// order: one row each. A schedule that is invalid there, or resolves to
+/// one measured before it, is skipped (saying which); `auto` takes the
+/// tuned table's schedule of the point.
+pub fn measure_point(
+    dev: &CudaDevice,
+    workload: &mut Workload<CudaDevice>,
+    schedules: &[Candidate],
+    sweep: &Sweep,
+) -> Vec<Row> {
+    let point = workload.point;
+    let mut seen: Vec<(Resolved, String)> = Vec::new();
+    let mut rows = Vec::new();
+    for cand in schedules {
+        let cand = cand.at(&point);
+        let mut row = Row {
+            point,
+            candidate: cand.clone(),
+            resolved: None,
+            groups: workload.groups,
+            steps: workload.steps,
+            outcome: Outcome::Skipped(String::new()),
+        };
+        let cfg = KdaConfig::new(point.heads, point.batch, 0, true, &cand.raw, point.tokens);
+        row.outcome = match cfg {
+            Err(e) => Outcome::Skipped(e.to_string()),
+            Ok(cfg) => {
+                let resolved = Resolved::of(&cfg);
+                row.resolved = Some(resolved);
+                if let Some((_, first)) = seen.iter().find(|(r, _)| *r == resolved) {
+                    Outcome::Skipped(format!("resolves to the schedule of `{first}`"))
+                } else if sweep.deadline.is_some_and(|d| Instant::now() >= d) {
+                    Outcome::Skipped("time limit".into())
+                } else {
+                    seen.push((resolved, cand.label.clone()));
+                    measure_one(dev, workload, &cand, &cfg, sweep)
+                }
+            }
+        };
+        rows.push(row);
+    }
+    rows
+}
+
+fn measure_one(
+    dev: &CudaDevice,
+    workload: &mut Workload<CudaDevice>,
+    cand: &Candidate,
+    cfg: &KdaConfig,
+    sweep: &Sweep,
+) -> Outcome {
+    match measure_kda(dev, workload, cfg, &sweep.budget, sweep.check) {
+        Ok(m) => {
+            if sweep.verbose {
+                let bw = tbps(workload.point.state_bytes_per_step(), m.timing.median_us);
+                println!(
+                    "    {:<12} {:>9.2} µs/step  {:.3} TB/s{}{}{}",
+                    cand.label,
+                    m.timing.median_us,
+                    bw,
+                    sweep
+                        .ceiling
+                        .map_or(String::new(), |c| format!("  {:>5.1} % of copy", bw / c * 100.0)),
+                    if m.bad_outputs > 0 {
+                        format!("  BAD OUTPUT ({} elements)", m.bad_outputs)
+                    } else {
+                        String::new()
+                    },
+                    match &m.check {
+                        None => String::new(),
+                        Some(Ok(())) => "  (step 0 matches the reference)".into(),
+                        Some(Err(report)) => format!("  REFERENCE MISMATCH:\n{report}"),
+                    }
+                );
+            }
+            Outcome::Measured(m)
+        }
+        Err(e) => {
+            println!("    {:<12} failed: {e}", cand.label);
+            Outcome::Failed(e.to_string())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod kernel;
 pub mod reference;
 pub mod round;
 pub mod run;
+pub mod tuned;
 pub mod validate;
 
 pub use args::{Arg, DType, HostData, HostTensor, KdaArgs, TensorError};
@@ -23,6 +24,7 @@ pub use generator::{
     ConvLayout, DtBias, GateInputs, GenOptions, SlotOptions, generate, slot_table,
 };
 pub use reference::{Expected, RawGateOrder, Request, reference, resolve, resolve_slots};
+pub use tuned::{Tuned, TunedPoint, TunedTable, tuned_schedule};
 pub use validate::{
     ArgError, SlotError, SlotRef, SlotTensor, check_slot_table, validate, validate_layout,
 };

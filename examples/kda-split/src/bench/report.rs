@@ -22,6 +22,22 @@ impl Candidate {
             raw: raw.to_vec(),
         }
     }
+
+    /// `auto`: the tuned table's schedule, resolved per point by [`Candidate::at`].
+    pub fn auto() -> Candidate {
+        Candidate::new("auto", &[])
+    }
+
+    /// This schedule at `point`: `auto` becomes the tuned table's schedule
+    /// there (gate mode 0, `KdaConfig::tuned`), anything else stays as it is.
+    pub fn at(&self, point: &Point) -> Candidate {
+        if self.label != "auto" || !self.raw.is_empty() {
+            return self.clone();
+        }
+        let raw = KdaConfig::tuned(point.heads, point.batch, 0, true, point.tokens)
+            .map_or([0, 0, 0, 0, 0], |c| c.schedule.raw());
+        Candidate::new("auto", &raw)
+    }
 }
 
 /// The schedule a configuration resolves to (defaults applied).
@@ -35,6 +51,17 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// `[early, lanes, occupancy, cluster, evict]`, every value explicit.
+    pub fn raw(&self) -> [u32; 5] {
+        [
+            self.early as u32,
+            self.lanes,
+            self.occupancy,
+            self.cluster,
+            u32::from(self.evict),
+        ]
+    }
+
     pub fn of(cfg: &KdaConfig) -> Resolved {
         Resolved {
             early: cfg.schedule.early,
@@ -119,11 +146,29 @@ impl Results {
             .min_by(|a, b| a.us().unwrap().total_cmp(&b.us().unwrap()))
     }
 
-    /// The default schedule's row of `point`.
-    pub fn default_row(&self, point: &Point) -> Option<&Row> {
-        self.rows
+    /// The row of schedule `label` at `point`; when it was skipped as a
+    /// schedule measured under another name, that row.
+    pub fn row_of(&self, point: &Point, label: &str) -> Option<&Row> {
+        let row = self
+            .rows
             .iter()
-            .find(|r| r.point == *point && r.candidate.label == "default")
+            .find(|r| r.point == *point && r.candidate.label == label)?;
+        match (&row.outcome, row.resolved) {
+            (Outcome::Skipped(_), Some(resolved)) => self.rows.iter().find(|r| {
+                r.point == *point
+                    && r.resolved == Some(resolved)
+                    && !matches!(r.outcome, Outcome::Skipped(_))
+            }),
+            _ => Some(row),
+        }
+    }
+
+    /// The kernel's default schedule at `point`: `auto` (the tuned table)
+    /// if the sweep has it, else the seed's defaults; with its name.
+    pub fn default_row(&self, point: &Point) -> Option<(&'static str, &Row)> {
+        ["auto", "seed"]
+            .into_iter()
+            .find_map(|label| Some((label, self.row_of(point, label)?)))
     }
 }
 
@@ -255,7 +300,7 @@ fn evaluate(results: &Results, goal: Goal, row: Option<&Row>, best: bool) -> Eva
             let base = if best {
                 results.best(&t1)
             } else {
-                results.default_row(&t1)
+                results.default_row(&t1).map(|(_, r)| r)
             };
             match base.and_then(Row::us) {
                 Some(base) => {
@@ -394,20 +439,21 @@ pub fn markdown(results: &Results) -> String {
     }
 
     s += "\n### Targets\n\n";
-    s += "Ratio: measured over the target (times: ≤ 1 passes; copy fraction: ≥ 1 passes).\n\n";
+    s += "Ratio: measured over the target (times: ≤ 1 passes; copy fraction: ≥ 1 passes). Default: the kernel's default schedule, `auto` (the tuned table) where measured, else `seed` (the seed's defaults).\n\n";
     s +=
         "| point | target | default | ratio | verdict | best | ratio | verdict | best schedule |\n";
     s += "|---|---|---:|---:|---|---:|---:|---|---|\n";
     for p in results.points() {
         let best = results.best(&p);
-        let default = results.default_row(&p);
+        let (default_name, default) = results.default_row(&p).unzip();
         for g in goals(&p) {
             let d = evaluate(results, g, default, false);
             let b = evaluate(results, g, best, true);
             s += &format!(
-                "| {p} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {p} | {} | {}{} | {} | {} | {} | {} | {} | {} |\n",
                 g.describe(),
                 d.text,
+                default_name.map_or(String::new(), |n| format!(" ({n})")),
                 d.ratio_text(),
                 verdict(d.pass),
                 b.text,
@@ -478,7 +524,7 @@ pub fn to_json(results: &Results) -> Json {
         .iter()
         .flat_map(|p| {
             let best = results.best(p);
-            let default = results.default_row(p);
+            let (default_name, default) = results.default_row(p).unzip();
             goals(p)
                 .into_iter()
                 .map(|g| {
@@ -488,6 +534,7 @@ pub fn to_json(results: &Results) -> Json {
                         "heads": p.heads, "batch": p.batch, "tokens": p.tokens,
                         "target": g.describe(),
                         "default": d.text, "default_ratio": d.ratio, "default_pass": d.pass,
+                        "default_schedule": default_name,
                         "best": b.text, "best_ratio": b.ratio, "best_pass": b.pass,
                         "best_schedule": best.map(|r| r.candidate.label.clone()),
                         "best_us": best.and_then(Row::us),

@@ -1,0 +1,603 @@
+//! Default schedules chosen by measurement: the table `kda-split autotune`
+//! writes (`examples/kda-split/tuned.json`, compiled in), and the lookup
+//! behind `KdaConfig::tuned` and the CLI's `--schedule auto`.
+//!
+//! The table holds, per measured point (heads, batch, tokens), the chosen
+//! schedule `[early, lanes, occupancy, cluster, evict]` with explicit lanes
+//! and cluster (so it means the same at any batch), its µs/step, the seed
+//! defaults' µs/step, and every schedule measured there, fastest first.
+//!
+//! A lookup takes the nearest measured point: the same heads if measured,
+//! else the nearest heads (log scale); among those, the points of the same
+//! tokens if any, else the T = 1 points; among those, the nearest batch (log
+//! scale; a tie goes to the larger). It then walks that point's preference
+//! list (the chosen schedule, then every measured one, fastest first) and
+//! takes the first schedule the configuration accepts: T > 1 rules out
+//! early >= 2, and gate mode 2 needs early 0 and the default cluster (written
+//! as 0). When none fits, or the table is empty, the seed's defaults (schedule
+//! zeros) stand.
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+
+use crate::config::{ConfigError, GateMode, KdaConfig, Schedule};
+
+/// The checked-in table.
+pub const TUNED_JSON: &str = include_str!("../tuned.json");
+
+/// One schedule measured at a point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// `[early, lanes, occupancy, cluster, evict]`, lanes and cluster explicit.
+    pub schedule: [u32; 5],
+    pub us_per_step: f64,
+    /// How it was timed: `full` (a finalist, the whole budget), `search` (the
+    /// short timing of the search), `bench` (a `kda-split bench` run).
+    pub timing: String,
+}
+
+/// One measured point of the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TunedPoint {
+    pub heads: u32,
+    pub batch: u32,
+    pub tokens: u32,
+    /// The chosen schedule.
+    pub schedule: [u32; 5],
+    pub us_per_step: f64,
+    /// The seed defaults' (schedule zeros) µs/step in the same run.
+    pub seed_us_per_step: Option<f64>,
+    /// Every schedule measured here, fastest first (full timings before
+    /// search timings).
+    pub measured: Vec<Measured>,
+    /// Anything else the writer recorded (candidates tried, seconds, ...).
+    pub notes: Map<String, Value>,
+}
+
+impl TunedPoint {
+    /// The schedules to try, in order: the chosen one, then every measured one.
+    pub fn preference(&self) -> impl Iterator<Item = [u32; 5]> + '_ {
+        std::iter::once(self.schedule).chain(self.measured.iter().map(|m| m.schedule))
+    }
+
+    /// `H12 B64 T1`.
+    pub fn name(&self) -> String {
+        format!("H{} B{} T{}", self.heads, self.batch, self.tokens)
+    }
+}
+
+/// The whole table.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TunedTable {
+    /// `source`, `device`, `gpu`, `driver`, `date`, ...: everything but the points.
+    pub meta: Map<String, Value>,
+    pub points: Vec<TunedPoint>,
+}
+
+/// What `--schedule auto` resolved to, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuned {
+    pub config: KdaConfig,
+    /// The measured point whose schedule was taken; `None`: the seed's defaults.
+    pub point: Option<TunedPoint>,
+}
+
+fn schedule_of(v: &Value) -> Option<[u32; 5]> {
+    let a = v.as_array()?;
+    if a.len() != 5 {
+        return None;
+    }
+    let mut s = [0; 5];
+    for (d, x) in s.iter_mut().zip(a) {
+        *d = u32::try_from(x.as_u64()?).ok()?;
+    }
+    Some(s)
+}
+
+fn u32_of(v: &Value, key: &str) -> Result<u32, String> {
+    v.get(key)
+        .and_then(Value::as_u64)
+        .and_then(|x| u32::try_from(x).ok())
+        .ok_or_else(|| format!("`{key}` is not a non-negative integer"))
+}
+
+fn f64_of(v: &Value, key: &str) -> Result<f64, String> {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| format!("`{key}` is not a number"))
+}
+
+fn sched_of(v: &Value, key: &str) -> Result<[u32; 5], String> {
+    v.get(key)
+        .and_then(schedule_of)
+        .ok_or_else(|| format!("`{key}` is not five non-negative integers"))
+}
+
+/// `ln(a / b)`, the distance of the lookups.
+fn log_distance(a: u32, b: u32) -> f64 {
+    (a.max(1) as f64 / b.max(1) as f64).ln().abs()
+}
+
+/// The value of `values` nearest `want` in log scale (a tie goes to the larger).
+fn nearest(values: impl Iterator<Item = u32>, want: u32) -> Option<u32> {
+    values.min_by(|&a, &b| {
+        log_distance(a, want)
+            .total_cmp(&log_distance(b, want))
+            .then(b.cmp(&a))
+    })
+}
+
+/// Three decimals are plenty for µs (and keep the file readable).
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+impl Measured {
+    fn parse(v: &Value) -> Result<Measured, String> {
+        Ok(Measured {
+            schedule: sched_of(v, "schedule")?,
+            us_per_step: f64_of(v, "us_per_step")?,
+            timing: v
+                .get("timing")
+                .and_then(Value::as_str)
+                .unwrap_or("full")
+                .to_string(),
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "schedule": self.schedule,
+            "us_per_step": round3(self.us_per_step),
+            "timing": self.timing,
+        })
+    }
+}
+
+impl TunedPoint {
+    fn parse(v: &Value) -> Result<TunedPoint, String> {
+        let mut notes = v.as_object().ok_or("a point is not an object")?.clone();
+        for key in [
+            "heads",
+            "batch",
+            "tokens",
+            "schedule",
+            "us_per_step",
+            "seed_us_per_step",
+            "speedup",
+            "measured",
+        ] {
+            notes.remove(key);
+        }
+        let measured = match v.get("measured") {
+            None => Vec::new(),
+            Some(m) => m
+                .as_array()
+                .ok_or("`measured` is not a list")?
+                .iter()
+                .map(Measured::parse)
+                .collect::<Result<_, _>>()?,
+        };
+        let (heads, batch, tokens) = (
+            u32_of(v, "heads")?,
+            u32_of(v, "batch")?,
+            u32_of(v, "tokens")?,
+        );
+        if heads == 0 || batch == 0 || tokens == 0 {
+            return Err("heads, batch and tokens must be positive".into());
+        }
+        Ok(TunedPoint {
+            heads,
+            batch,
+            tokens,
+            schedule: sched_of(v, "schedule")?,
+            us_per_step: f64_of(v, "us_per_step")?,
+            seed_us_per_step: v.get("seed_us_per_step").and_then(Value::as_f64),
+            measured,
+            notes,
+        })
+    }
+
+    /// The point as JSON, `measured` one schedule a line.
+    fn write(&self, out: &mut String) {
+        let head = json!({
+            "heads": self.heads,
+            "batch": self.batch,
+            "tokens": self.tokens,
+        });
+        let mut fields = vec![
+            ("schedule", json!(self.schedule)),
+            ("us_per_step", json!(round3(self.us_per_step))),
+            (
+                "seed_us_per_step",
+                json!(self.seed_us_per_step.map(round3)),
+            ),
+            (
+                "speedup",
+                json!(
+                    self.seed_us_per_step
+                        .map(|s| round3(s / self.us_per_step))
+                ),
+            ),
+        ];
+        fields.extend(self.notes.iter().map(|(k, v)| (k.as_str(), v.clone())));
+        let line = |k: &str, v: &Value| format!("\"{k}\": {v}");
+        *out += &format!(
+            "    {{\n      {},\n",
+            ["heads", "batch", "tokens"]
+                .iter()
+                .map(|k| line(k, &head[*k]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for (k, v) in &fields {
+            *out += &format!("      {},\n", line(k, v));
+        }
+        *out += "      \"measured\": [";
+        let rows: Vec<String> = self
+            .measured
+            .iter()
+            .map(|m| format!("\n        {}", m.to_json()))
+            .collect();
+        *out += &rows.join(",");
+        *out += if rows.is_empty() { "]\n" } else { "\n      ]\n" };
+        *out += "    }";
+    }
+}
+
+impl TunedTable {
+    /// Parse a table (the format [`TunedTable::to_json_string`] writes).
+    pub fn parse(text: &str) -> Result<TunedTable, String> {
+        let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut meta = doc.as_object().ok_or("the table is not an object")?.clone();
+        let points = meta
+            .remove("points")
+            .ok_or("no `points`")?
+            .as_array()
+            .ok_or("`points` is not a list")?
+            .iter()
+            .enumerate()
+            .map(|(i, p)| TunedPoint::parse(p).map_err(|e| format!("point {i}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TunedTable { meta, points })
+    }
+
+    /// The checked-in table (`tuned.json`). A table that does not parse
+    /// counts as empty, so every lookup falls back to the seed's defaults (a
+    /// unit test keeps the checked-in one parsing).
+    pub fn builtin() -> &'static TunedTable {
+        static TABLE: OnceLock<TunedTable> = OnceLock::new();
+        TABLE.get_or_init(|| TunedTable::parse(TUNED_JSON).unwrap_or_default())
+    }
+
+    /// The table as JSON: the metadata, then one point after another with
+    /// its measured schedules one a line.
+    pub fn to_json_string(&self) -> String {
+        let mut out = String::from("{\n");
+        for (k, v) in &self.meta {
+            out += &format!("  {}: {},\n", Value::from(k.as_str()), v);
+        }
+        out += "  \"points\": [";
+        for (i, p) in self.points.iter().enumerate() {
+            out += if i == 0 { "\n" } else { ",\n" };
+            p.write(&mut out);
+        }
+        out += if self.points.is_empty() {
+            "]\n}\n"
+        } else {
+            "\n  ]\n}\n"
+        };
+        out
+    }
+
+    /// A metadata string (`device`, `date`, `source`, ...).
+    pub fn meta_str(&self, key: &str) -> Option<&str> {
+        self.meta.get(key).and_then(Value::as_str)
+    }
+
+    /// The measured point a lookup of `(heads, batch, tokens)` uses (see the
+    /// module doc), if the table has any.
+    pub fn nearest_point(&self, heads: u32, batch: u32, tokens: u32) -> Option<&TunedPoint> {
+        let h = nearest(self.points.iter().map(|p| p.heads), heads)?;
+        let at_h = || self.points.iter().filter(move |p| p.heads == h);
+        let t = if at_h().any(|p| p.tokens == tokens) {
+            tokens
+        } else if at_h().any(|p| p.tokens == 1) {
+            1
+        } else {
+            nearest(at_h().map(|p| p.tokens), tokens)?
+        };
+        let pool = || at_h().filter(move |p| p.tokens == t);
+        let b = nearest(pool().map(|p| p.batch), batch)?;
+        pool().find(|p| p.batch == b)
+    }
+
+    /// The tuned configuration of a launch: the first schedule of the nearest
+    /// point's preference list that `KdaConfig::new` accepts for this gate
+    /// mode and token count, else the seed's defaults. Errors are the seed
+    /// constructor's (with the default schedule).
+    pub fn lookup(
+        &self,
+        heads: u32,
+        batch: u32,
+        gate_mode: u32,
+        has_bias: bool,
+        tokens: u32,
+    ) -> Result<Tuned, ConfigError> {
+        let seed = KdaConfig::new(heads, batch, gate_mode, has_bias, &[0, 0, 0], tokens)?;
+        let Some(point) = self.nearest_point(heads, batch, tokens) else {
+            return Ok(Tuned {
+                config: seed,
+                point: None,
+            });
+        };
+        let fit = |s: [u32; 5]| -> Option<KdaConfig> {
+            let mut s = s;
+            if seed.gate_mode == GateMode::Fma {
+                // The seed asserts early 0 and a cluster left at its default.
+                if s[0] != 0 || s[3] != seed.cluster() {
+                    return None;
+                }
+                s[3] = 0;
+            }
+            KdaConfig::new(heads, batch, gate_mode, has_bias, &s, tokens).ok()
+        };
+        Ok(match point.preference().find_map(fit) {
+            Some(config) => Tuned {
+                config,
+                point: Some(point.clone()),
+            },
+            None => Tuned {
+                config: seed,
+                point: None,
+            },
+        })
+    }
+
+    /// [`TunedTable::lookup`] for gate mode 0 with bias: the schedule, or
+    /// `None` where the seed's defaults stand.
+    pub fn schedule(&self, heads: u32, batch: u32, tokens: u32) -> Option<[u32; 5]> {
+        let tuned = self.lookup(heads, batch, 0, true, tokens).ok()?;
+        tuned.point.map(|_| tuned.config.schedule.raw())
+    }
+}
+
+/// The checked-in table's schedule for `(heads, batch, tokens)` (gate mode
+/// 0; see the module doc for how the point is chosen), or `None` where the
+/// seed's defaults stand.
+pub fn tuned_schedule(heads: u32, batch: u32, tokens: u32) -> Option<[u32; 5]> {
+    TunedTable::builtin().schedule(heads, batch, tokens)
+}
+
+impl Schedule {
+    /// `[early, lanes, occupancy, cluster, evict]` as given (zeros: defaults).
+    pub fn raw(&self) -> [u32; 5] {
+        [
+            self.early as u32,
+            self.lanes,
+            self.occupancy,
+            self.cluster,
+            u32::from(self.evict),
+        ]
+    }
+}
+
+impl KdaConfig {
+    /// `KdaConfig::new` with the schedule of the tuned table (the checked-in
+    /// `tuned.json`) where one is valid for this gate mode and token count,
+    /// else with the seed's defaults (schedule zeros).
+    pub fn tuned(
+        heads: u32,
+        batch: u32,
+        gate_mode: u32,
+        has_bias: bool,
+        tokens: u32,
+    ) -> Result<KdaConfig, ConfigError> {
+        TunedTable::builtin()
+            .lookup(heads, batch, gate_mode, has_bias, tokens)
+            .map(|t| t.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(heads: u32, batch: u32, tokens: u32, measured: &[([u32; 5], f64)]) -> TunedPoint {
+        TunedPoint {
+            heads,
+            batch,
+            tokens,
+            schedule: measured[0].0,
+            us_per_step: measured[0].1,
+            seed_us_per_step: Some(measured[measured.len() - 1].1),
+            measured: measured
+                .iter()
+                .map(|&(schedule, us)| Measured {
+                    schedule,
+                    us_per_step: us,
+                    timing: "full".into(),
+                })
+                .collect(),
+            notes: Map::new(),
+        }
+    }
+
+    /// Heads 12 at batch 1, 64, 512 (T = 1) and batch 8 (T = 4); heads 32 at
+    /// batch 128.
+    fn table() -> TunedTable {
+        TunedTable {
+            meta: Map::new(),
+            points: vec![
+                point(
+                    12,
+                    1,
+                    1,
+                    &[([1, 16, 0, 8, 0], 2.5), ([0, 8, 0, 8, 0], 3.3)],
+                ),
+                point(
+                    12,
+                    64,
+                    1,
+                    &[
+                        ([3, 16, 0, 2, 0], 32.0),
+                        ([2, 16, 0, 4, 1], 33.0),
+                        ([1, 8, 0, 2, 0], 33.5),
+                        ([0, 16, 0, 4, 0], 34.4),
+                    ],
+                ),
+                point(
+                    12,
+                    512,
+                    1,
+                    &[([3, 16, 0, 2, 1], 222.0), ([0, 16, 0, 4, 0], 247.0)],
+                ),
+                point(12, 8, 4, &[([1, 8, 0, 4, 0], 14.9), ([0, 16, 0, 4, 0], 15.4)]),
+                point(
+                    32,
+                    128,
+                    1,
+                    &[([3, 16, 0, 2, 0], 150.0), ([0, 16, 0, 4, 0], 171.0)],
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_checked_in_table_parses_and_every_schedule_is_valid_at_its_point() {
+        let t = TunedTable::parse(TUNED_JSON).expect("tuned.json parses");
+        assert!(!t.points.is_empty());
+        assert!(t.meta_str("source").is_some() && t.meta_str("device").is_some());
+        for p in &t.points {
+            for s in p.preference() {
+                KdaConfig::new(p.heads, p.batch, 0, true, &s, p.tokens)
+                    .unwrap_or_else(|e| panic!("{} {s:?}: {e}", p.name()));
+            }
+            // The chosen schedule is the one looked up at its own point.
+            assert_eq!(
+                TunedTable::builtin().schedule(p.heads, p.batch, p.tokens),
+                Some(p.schedule),
+                "{}",
+                p.name()
+            );
+        }
+        assert_eq!(TunedTable::builtin(), &t);
+    }
+
+    #[test]
+    fn the_table_round_trips_through_its_json() {
+        let mut t = table();
+        t.meta.insert("source".into(), json!("a test"));
+        t.points[0].notes.insert("candidates".into(), json!(61));
+        let text = t.to_json_string();
+        assert_eq!(TunedTable::parse(&text).unwrap(), t, "{text}");
+        assert!(text.contains("\n        {\"schedule\":[1,16,0,8,0]"), "{text}");
+        let empty = TunedTable::default().to_json_string();
+        assert_eq!(TunedTable::parse(&empty).unwrap(), TunedTable::default());
+    }
+
+    #[test]
+    fn same_heads_and_the_nearest_batch_in_log_scale() {
+        let t = table();
+        let at = |h, b, tk| t.nearest_point(h, b, tk).map(|p| (p.heads, p.batch, p.tokens));
+        assert_eq!(at(12, 1, 1), Some((12, 1, 1)));
+        // 8 is nearer 1 than 64 in log scale (8x against 8x: a tie goes to
+        // the larger batch); 7 is nearer 1.
+        assert_eq!(at(12, 8, 1), Some((12, 64, 1)));
+        assert_eq!(at(12, 7, 1), Some((12, 1, 1)));
+        assert_eq!(at(12, 100, 1), Some((12, 64, 1)));
+        assert_eq!(at(12, 200, 1), Some((12, 512, 1)));
+        assert_eq!(at(12, 4096, 1), Some((12, 512, 1)));
+        // Heads not measured: the nearest heads (log scale), 16 -> 12,
+        // 24 -> 32 (and only batch 128 there).
+        assert_eq!(at(16, 64, 1), Some((12, 64, 1)));
+        assert_eq!(at(24, 1, 1), Some((32, 128, 1)));
+        assert_eq!(at(1, 1, 1), Some((12, 1, 1)));
+    }
+
+    #[test]
+    fn tokens_use_their_own_points_else_t1() {
+        let t = table();
+        // T = 4 is measured at heads 12: its point, whatever the batch.
+        assert_eq!(t.schedule(12, 8, 4), Some([1, 8, 0, 4, 0]));
+        assert_eq!(t.schedule(12, 512, 4), Some([1, 8, 0, 4, 0]));
+        // T = 2 is not: the T = 1 point, filtered by the T > 1 constraints
+        // (early < 2): batch 64's fastest staged schedules are skipped.
+        assert_eq!(t.schedule(12, 64, 2), Some([1, 8, 0, 2, 0]));
+        // Heads 32 has no T > 1 point and batch 128's list holds only early 3
+        // and the seed's (explicit) defaults.
+        assert_eq!(t.schedule(32, 128, 4), Some([0, 16, 0, 4, 0]));
+        // Batch 512 lists nothing valid at T > 1 but the seed's.
+        assert_eq!(t.schedule(12, 512, 3), Some([0, 16, 0, 4, 0]));
+    }
+
+    #[test]
+    fn lookup_falls_back_to_the_seed_defaults() {
+        let t = table();
+        // Nothing in the list survives the T > 1 filter: the seed's zeros.
+        let only_staged = TunedTable {
+            meta: Map::new(),
+            points: vec![point(12, 64, 1, &[([3, 16, 0, 2, 0], 32.0)])],
+        };
+        assert_eq!(only_staged.schedule(12, 64, 2), None);
+        let tuned = only_staged.lookup(12, 64, 1, false, 2).unwrap();
+        assert_eq!(tuned.point, None);
+        assert_eq!(
+            tuned.config,
+            KdaConfig::new(12, 64, 1, false, &[0, 0, 0], 2).unwrap()
+        );
+        // An empty table: the seed's defaults everywhere.
+        assert_eq!(TunedTable::default().schedule(12, 64, 1), None);
+        // The seed constructor's errors come through.
+        assert_eq!(
+            t.lookup(12, 64, 0, true, 9).unwrap_err(),
+            ConfigError::Tokens { tokens: 9 }
+        );
+        assert_eq!(
+            t.lookup(12, 64, 3, true, 1).unwrap_err(),
+            ConfigError::GateMode { mode: 3 }
+        );
+        assert_eq!(t.lookup(0, 64, 0, true, 1).unwrap_err(), ConfigError::NoHeads);
+    }
+
+    #[test]
+    fn gate_mode_2_takes_early_0_at_the_default_cluster_written_as_0() {
+        let t = table();
+        // Batch 64 (default cluster 4): the seed's explicit [0,16,0,4,0] is
+        // the first early-0 entry at cluster 4; written with cluster 0.
+        let c = t.lookup(12, 64, 2, true, 1).unwrap();
+        assert_eq!(c.config.schedule.raw(), [0, 16, 0, 0, 0]);
+        assert_eq!((c.config.cluster(), c.config.lanes()), (4, 16));
+        assert!(c.point.is_some());
+        // Batch 1 (default cluster 8): [0,8,0,8,0] -> [0,8,0,0,0].
+        let c = t.lookup(12, 1, 2, true, 1).unwrap();
+        assert_eq!(c.config.schedule.raw(), [0, 8, 0, 0, 0]);
+        // Mode 2 at T > 1 is the seed's error, tuned or not.
+        assert!(matches!(
+            t.lookup(12, 64, 2, true, 2).unwrap_err(),
+            ConfigError::TokensSchedule { .. }
+        ));
+        // Modes 0 and 1 take the chosen schedule.
+        let c = t.lookup(12, 64, 1, true, 1).unwrap();
+        assert_eq!(c.config.schedule.raw(), [3, 16, 0, 2, 0]);
+        assert_eq!(c.config.gate_mode, GateMode::MmaChains);
+    }
+
+    #[test]
+    fn kda_config_tuned_uses_the_checked_in_table() {
+        for (heads, batch, mode, tokens) in [(12, 64, 0, 1), (6, 3, 1, 4), (32, 512, 2, 1)] {
+            let c = KdaConfig::tuned(heads, batch, mode, true, tokens).unwrap();
+            let t = TunedTable::builtin()
+                .lookup(heads, batch, mode, true, tokens)
+                .unwrap();
+            assert_eq!(c, t.config);
+            assert_eq!((c.heads, c.batch, c.tokens), (heads, batch, tokens));
+            assert_eq!(c.gate_mode as u32, mode);
+        }
+        assert_eq!(
+            KdaConfig::tuned(12, 64, 0, true, 0).unwrap_err(),
+            ConfigError::Tokens { tokens: 0 }
+        );
+    }
+}
