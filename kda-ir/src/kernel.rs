@@ -229,3 +229,47 @@ impl Kernel {
         }
     }
 }
+
+impl Kernel {
+    /// Bake known strides in as constants: every stride symbol gets its value
+    /// from `values` (indexed by symbol, as `bind_syms` returns them), and
+    /// symbols no longer used by any tensor are dropped (the rest renumbered).
+    /// Specialising on the call's layout removes parameters and address
+    /// arithmetic; a launch with other strides is then rejected by the
+    /// runtime's binding check instead of computing garbage.
+    pub fn specialize_strides(&mut self, values: &[i64]) {
+        for t in self.tensors.values_mut() {
+            for s in &mut t.strides {
+                if let Dim::Sym(sym) = *s
+                    && let Some(&v) = values.get(sym.as_u32() as usize)
+                {
+                    *s = Dim::Const(v as u64);
+                }
+            }
+        }
+        let used: std::collections::BTreeSet<Sym> = self
+            .tensors
+            .values()
+            .flat_map(|t| t.shape.iter().chain(&t.strides))
+            .filter_map(|d| match *d {
+                Dim::Sym(s) => Some(s),
+                Dim::Const(_) => None,
+            })
+            .collect();
+        let mut syms = PrimaryMap::new();
+        let mut remap = std::collections::HashMap::new();
+        for (s, d) in self.syms.iter() {
+            if used.contains(&s) {
+                remap.insert(s, syms.push(d.clone()));
+            }
+        }
+        for t in self.tensors.values_mut() {
+            for d in t.shape.iter_mut().chain(t.strides.iter_mut()) {
+                if let Dim::Sym(s) = *d {
+                    *d = Dim::Sym(remap[&s]);
+                }
+            }
+        }
+        self.syms = syms;
+    }
+}

@@ -558,9 +558,10 @@ fn measure_one(
                     cand.label,
                     m.timing.median_us,
                     bw,
-                    sweep
-                        .ceiling
-                        .map_or(String::new(), |c| format!("  {:>5.1} % of copy", bw / c * 100.0)),
+                    sweep.ceiling.map_or(String::new(), |c| format!(
+                        "  {:>5.1} % of copy",
+                        bw / c * 100.0
+                    )),
                     if m.bad_outputs > 0 {
                         format!("  BAD OUTPUT ({} elements)", m.bad_outputs)
                     } else {
@@ -613,10 +614,17 @@ mod tests {
             "bench", "--heads", "6,32", "--batch", "1,128", "--tokens", "1,4", "--quick",
         ]);
         assert_eq!(o.points().len(), 8);
-        assert_eq!(o.schedules().len(), 3);
-        let o = parse(&["--schedule", "e2-c2;1,8,0", "--schedule", "0,0,0"]);
+        assert_eq!(o.schedules().len(), 4);
+        let o = parse(&[
+            "--schedule",
+            "e2-c2;1,8,0",
+            "--schedule",
+            "0,0,0",
+            "--schedule",
+            "auto;default",
+        ]);
         let labels: Vec<_> = o.schedules().iter().map(|c| c.label.clone()).collect();
-        assert_eq!(labels, ["e2-c2", "[1,8,0]", "default"]);
+        assert_eq!(labels, ["e2-c2", "[1,8,0]", "seed", "auto", "seed"]);
         assert!(Options::parse(&["--bogus".to_string()]).is_err());
         assert!(Options::parse(&["--schedule".to_string(), "1,2".to_string()]).is_err());
         assert!(Options::parse(&["--batch".to_string(), "0".to_string()]).is_err());
@@ -624,13 +632,46 @@ mod tests {
 
     #[test]
     fn every_named_schedule_is_valid_somewhere() {
+        let point = Point {
+            heads: 12,
+            batch: 128,
+            tokens: 1,
+        };
         for c in default_schedules(false) {
             assert!(
-                KdaConfig::new(12, 128, 0, true, &c.raw, 1).is_ok(),
+                KdaConfig::new(12, 128, 0, true, &c.at(&point).raw, 1).is_ok(),
                 "{}",
                 c.label
             );
         }
+    }
+
+    #[test]
+    fn auto_is_the_tuned_schedule_of_each_point() {
+        let auto = named("auto").unwrap();
+        assert!(auto.raw.is_empty());
+        for (heads, batch, tokens) in [(12, 64, 1), (12, 8, 4), (6, 3, 2), (32, 512, 1)] {
+            let point = Point {
+                heads,
+                batch,
+                tokens,
+            };
+            let at = auto.at(&point);
+            assert_eq!(at.label, "auto");
+            let tuned = KdaConfig::tuned(heads, batch, 0, true, tokens).unwrap();
+            assert_eq!(at.raw, tuned.schedule.raw());
+            assert!(KdaConfig::new(heads, batch, 0, true, &at.raw, tokens).is_ok());
+        }
+        // Anything else stays as it is.
+        let e1 = named("e1").unwrap();
+        assert_eq!(
+            e1.at(&Point {
+                heads: 12,
+                batch: 1,
+                tokens: 1
+            }),
+            e1
+        );
     }
 
     #[test]
@@ -691,7 +732,7 @@ mod tests {
                 batch,
                 tokens,
             },
-            candidate: named(label).unwrap(),
+            candidate: named(label).unwrap_or_else(|| Candidate::new(label, &[])),
             resolved: None,
             groups: 3,
             steps: 32,
@@ -705,6 +746,13 @@ mod tests {
                 None => Outcome::Failed("boom".into()),
             },
         };
+        let resolved = Resolved {
+            early: 0,
+            lanes: 8,
+            occupancy: 0,
+            cluster: 8,
+            evict: false,
+        };
         let results = Results {
             device: "test".into(),
             l2_bytes: 50 << 20,
@@ -717,7 +765,15 @@ mod tests {
             }],
             floor: vec![],
             rows: vec![
-                row(12, 1, 1, "default", Some(3.0)),
+                Row {
+                    resolved: Some(resolved),
+                    ..row(12, 1, 1, "auto", Some(3.0))
+                },
+                Row {
+                    resolved: Some(resolved),
+                    outcome: Outcome::Skipped("resolves to the schedule of `auto`".into()),
+                    ..row(12, 1, 1, "default", None)
+                },
                 row(12, 1, 1, "e1", Some(2.5)),
                 row(12, 8, 1, "default", Some(4.0)),
                 row(12, 8, 4, "default", Some(5.0)),
@@ -727,8 +783,19 @@ mod tests {
             options: json!({}),
             seconds: 1.0,
         };
+        // The seed's row at batch 1 was skipped as auto's schedule: it is
+        // auto's row.
+        let b1 = Point {
+            heads: 12,
+            batch: 1,
+            tokens: 1,
+        };
+        assert_eq!(results.row_of(&b1, "seed").and_then(Row::us), Some(3.0));
+        assert_eq!(results.default_row(&b1).map(|(n, _)| n), Some("auto"));
+        let b8 = Point { batch: 8, ..b1 };
+        assert_eq!(results.default_row(&b8).map(|(n, _)| n), Some("seed"));
         let md = report::markdown(&results);
-        // Batch 1: default 3.0 µs fails 2.6, best (e1) 2.5 passes.
+        // Batch 1: default (auto) 3.0 µs fails 2.6, best (e1) 2.5 passes.
         let b1 = md
             .lines()
             .find(|l| l.starts_with("| H12 B1 T1 | ≤ 2.6"))
@@ -749,7 +816,8 @@ mod tests {
         assert!(b128.contains("PASS"), "{b128}");
         assert!(md.contains("FAILED: boom"));
         let doc = report::to_json(&results);
-        assert_eq!(doc["rows"].as_array().unwrap().len(), 6);
+        assert_eq!(doc["rows"].as_array().unwrap().len(), 7);
+        assert_eq!(doc["targets"][0]["default_schedule"], json!("auto"));
         assert_eq!(doc["copy_ceiling_tbps"], json!(4.0));
         assert!(doc["targets"].as_array().unwrap().len() >= 5);
     }

@@ -12,6 +12,7 @@ use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs};
 use crate::compare::Actual;
 use crate::config::KdaConfig;
 use crate::kernel::{self, Dtypes};
+
 use crate::validate::{ArgError, validate};
 
 #[derive(Debug, Error)]
@@ -20,6 +21,8 @@ pub enum RunError {
     Args(Vec<ArgError>),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Dtypes(#[from] kernel::UnsupportedDtypes),
 }
 
 fn scalar(d: DType) -> Scalar {
@@ -42,20 +45,22 @@ pub fn dtypes(args: &KdaArgs) -> Dtypes {
 }
 
 /// The kernel for this configuration, specialised for these arguments'
-/// dtypes and strides.
-pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Kernel {
-    let strides = Arg::ALL
+/// dtypes and strides (strides become constants; extents stay symbols).
+pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, RunError> {
+    let mut kernel = kernel::build(cfg, &dtypes(args))?;
+    let syms = bind_syms(&kernel, &shapes(args))?;
+    kernel.specialize_strides(&syms);
+    Ok(kernel)
+}
+
+fn shapes(args: &KdaArgs) -> Vec<TensorShape> {
+    tensor_args(args)
         .iter()
-        .filter_map(|&a| {
-            args.tensor(a).map(|t| {
-                (
-                    a.name().to_string(),
-                    t.strides().iter().map(|&s| s as u64).collect(),
-                )
-            })
+        .map(|t| TensorShape {
+            shape: t.shape().to_vec(),
+            strides: t.strides().to_vec(),
         })
-        .collect();
-    kernel::build_for(cfg, &dtypes(args), &kernel::Strides(strides))
+        .collect()
 }
 
 /// The tensors in kernel parameter order (spec order, `accepted` last).
@@ -112,16 +117,9 @@ pub fn prepare<D: Device>(
     if !errors.is_empty() {
         return Err(RunError::Args(errors));
     }
-    let kernel = kernel_for(cfg, args);
+    let kernel = kernel_for(cfg, args)?;
     let tensors = tensor_args(args);
-    let shapes: Vec<TensorShape> = tensors
-        .iter()
-        .map(|t| TensorShape {
-            shape: t.shape().to_vec(),
-            strides: t.strides().to_vec(),
-        })
-        .collect();
-    let syms = bind_syms(&kernel, &shapes)?;
+    let syms = bind_syms(&kernel, &shapes(args))?;
     let module = dev.load(&kernel)?;
     let buffers = tensors
         .iter()

@@ -146,12 +146,14 @@ impl Measured {
         })
     }
 
-    fn to_json(&self) -> Value {
-        json!({
-            "schedule": self.schedule,
-            "us_per_step": round3(self.us_per_step),
-            "timing": self.timing,
-        })
+    /// One line: `{"schedule": [3,16,0,2,0], "us_per_step": 32.0, "timing": "full"}`.
+    fn line(&self) -> String {
+        format!(
+            "{{\"schedule\": {}, \"us_per_step\": {}, \"timing\": {}}}",
+            json!(self.schedule),
+            json!(round3(self.us_per_step)),
+            json!(self.timing)
+        )
     }
 }
 
@@ -209,16 +211,10 @@ impl TunedPoint {
         let mut fields = vec![
             ("schedule", json!(self.schedule)),
             ("us_per_step", json!(round3(self.us_per_step))),
-            (
-                "seed_us_per_step",
-                json!(self.seed_us_per_step.map(round3)),
-            ),
+            ("seed_us_per_step", json!(self.seed_us_per_step.map(round3))),
             (
                 "speedup",
-                json!(
-                    self.seed_us_per_step
-                        .map(|s| round3(s / self.us_per_step))
-                ),
+                json!(self.seed_us_per_step.map(|s| round3(s / self.us_per_step))),
             ),
         ];
         fields.extend(self.notes.iter().map(|(k, v)| (k.as_str(), v.clone())));
@@ -238,10 +234,14 @@ impl TunedPoint {
         let rows: Vec<String> = self
             .measured
             .iter()
-            .map(|m| format!("\n        {}", m.to_json()))
+            .map(|m| format!("\n        {}", m.line()))
             .collect();
         *out += &rows.join(",");
-        *out += if rows.is_empty() { "]\n" } else { "\n      ]\n" };
+        *out += if rows.is_empty() {
+            "]\n"
+        } else {
+            "\n      ]\n"
+        };
         *out += "    }";
     }
 }
@@ -430,12 +430,7 @@ mod tests {
         TunedTable {
             meta: Map::new(),
             points: vec![
-                point(
-                    12,
-                    1,
-                    1,
-                    &[([1, 16, 0, 8, 0], 2.5), ([0, 8, 0, 8, 0], 3.3)],
-                ),
+                point(12, 1, 1, &[([1, 16, 0, 8, 0], 2.5), ([0, 8, 0, 8, 0], 3.3)]),
                 point(
                     12,
                     64,
@@ -453,7 +448,12 @@ mod tests {
                     1,
                     &[([3, 16, 0, 2, 1], 222.0), ([0, 16, 0, 4, 0], 247.0)],
                 ),
-                point(12, 8, 4, &[([1, 8, 0, 4, 0], 14.9), ([0, 16, 0, 4, 0], 15.4)]),
+                point(
+                    12,
+                    8,
+                    4,
+                    &[([1, 8, 0, 4, 0], 14.9), ([0, 16, 0, 4, 0], 15.4)],
+                ),
                 point(
                     32,
                     128,
@@ -492,7 +492,12 @@ mod tests {
         t.points[0].notes.insert("candidates".into(), json!(61));
         let text = t.to_json_string();
         assert_eq!(TunedTable::parse(&text).unwrap(), t, "{text}");
-        assert!(text.contains("\n        {\"schedule\":[1,16,0,8,0]"), "{text}");
+        assert!(
+            text.contains(
+                "\n        {\"schedule\": [1,16,0,8,0], \"us_per_step\": 2.5, \"timing\": \"full\"}"
+            ),
+            "{text}"
+        );
         let empty = TunedTable::default().to_json_string();
         assert_eq!(TunedTable::parse(&empty).unwrap(), TunedTable::default());
     }
@@ -500,7 +505,10 @@ mod tests {
     #[test]
     fn same_heads_and_the_nearest_batch_in_log_scale() {
         let t = table();
-        let at = |h, b, tk| t.nearest_point(h, b, tk).map(|p| (p.heads, p.batch, p.tokens));
+        let at = |h, b, tk| {
+            t.nearest_point(h, b, tk)
+                .map(|p| (p.heads, p.batch, p.tokens))
+        };
         assert_eq!(at(12, 1, 1), Some((12, 1, 1)));
         // 8 is nearer 1 than 64 in log scale (8x against 8x: a tie goes to
         // the larger batch); 7 is nearer 1.
@@ -558,7 +566,10 @@ mod tests {
             t.lookup(12, 64, 3, true, 1).unwrap_err(),
             ConfigError::GateMode { mode: 3 }
         );
-        assert_eq!(t.lookup(0, 64, 0, true, 1).unwrap_err(), ConfigError::NoHeads);
+        assert_eq!(
+            t.lookup(0, 64, 0, true, 1).unwrap_err(),
+            ConfigError::NoHeads
+        );
     }
 
     #[test]

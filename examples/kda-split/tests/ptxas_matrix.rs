@@ -10,8 +10,8 @@ use kda_split::KdaConfig;
 use kda_split::kernel::{Dtypes, build};
 
 fn assemble(label: &str, cfg: &KdaConfig) -> bool {
-    let compiled = compile(&build(cfg, &Dtypes::default()), &Options::default())
-        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    let kernel = build(cfg, &Dtypes::default()).expect("bf16 arguments are supported");
+    let compiled = compile(&kernel, &Options::default()).unwrap_or_else(|e| panic!("{label}: {e}"));
     if std::env::var_os("KDA_SKIP_PTXAS").is_some() {
         return true;
     }

@@ -5,10 +5,11 @@
 //!
 //! Per point (heads, batch, tokens):
 //!
-//! 1. **Search**: every valid schedule of the space (early 0..3 × lanes ×
-//!    cluster × occupancy, evict on and off where early >= 2), less the
-//!    pruned ones and those resolving to one already listed, each timed
-//!    briefly (`--search-ms`, default 20 ms of replays).
+//! 1. **Search**: the seed's defaults, the bench's named schedules and
+//!    every valid schedule of the space (early 0..3 × lanes × cluster ×
+//!    occupancy, evict on and off where early >= 2), less the pruned ones
+//!    and those resolving to one already listed, each timed briefly
+//!    (`--search-ms`, default 20 ms of replays).
 //! 2. **Finalists**: the `--top` fastest (default 3) and the seed's defaults,
 //!    timed again with the bench's budget (250 ms); the fastest finalist is
 //!    the point's schedule unless it beats the seed's defaults by less than
@@ -270,24 +271,46 @@ pub fn space(opts: &Options, point: &Point) -> Space {
         seen.push(resolved);
         let raw = resolved.raw();
         let label = label.map_or_else(|| format!("{raw:?}").replace(' ', ""), str::to_string);
-        out.candidates.push(Candidate { label, raw: raw.to_vec() });
+        out.candidates.push(Candidate {
+            label,
+            raw: raw.to_vec(),
+        });
     };
     push(Some("seed"), &[0, 0, 0], false, &mut out);
-    let names = ["e1", "e1-l8", "e1-l16", "e2", "e2-c2", "e2-c4", "e2-c2-evict", "e3-c2"];
+    let names = [
+        "e1",
+        "e1-l8",
+        "e1-l16",
+        "e2",
+        "e2-c2",
+        "e2-c4",
+        "e2-c2-evict",
+        "e3-c2",
+    ];
     let extras = names
         .iter()
+        .filter(|n| opts.evict || !n.ends_with("evict"))
         .map(|n| named(n).expect("named"))
         .chain(opts.bench.schedules.iter().map(|c| c.at(point)));
     for c in extras {
         push(None, &c.raw, false, &mut out);
     }
     for early in 0..=3u32 {
-        let evicts: &[u32] = if early >= 2 && opts.evict { &[0, 1] } else { &[0] };
+        let evicts: &[u32] = if early >= 2 && opts.evict {
+            &[0, 1]
+        } else {
+            &[0]
+        };
         for &lanes in &opts.lanes {
             for &cluster in &opts.cluster {
                 for &occupancy in &opts.occupancy {
                     for &evict in evicts {
-                        push(None, &[early, lanes, occupancy, cluster, evict], true, &mut out);
+                        push(
+                            None,
+                            &[early, lanes, occupancy, cluster, evict],
+                            true,
+                            &mut out,
+                        );
                     }
                 }
             }
@@ -435,11 +458,9 @@ pub fn table_from_bench(doc: &Value, file: &str, min_gain: f64) -> Result<TunedT
         if raw.len() >= 3 && raw.iter().all(|&x| x == 0) {
             entry.1 = resolved(r);
         }
-        if let (Some("ok"), Some(us), Some(schedule)) = (
-            r["status"].as_str(),
-            r["us_per_step"].as_f64(),
-            resolved(r),
-        ) {
+        if let (Some("ok"), Some(us), Some(schedule)) =
+            (r["status"].as_str(), r["us_per_step"].as_f64(), resolved(r))
+        {
             entry.2.push(Measured {
                 schedule,
                 us_per_step: us,
@@ -685,7 +706,8 @@ pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
     if let Some(file) = &opts.from_bench {
         let text = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{file}: {e}"))?;
-        let table = table_from_bench(&doc, file, opts.min_gain).map_err(|e| format!("{file}: {e}"))?;
+        let table =
+            table_from_bench(&doc, file, opts.min_gain).map_err(|e| format!("{file}: {e}"))?;
         write(&opts.out, &table)?;
         println!("{}", markdown(&table));
         println!("table written to {}", opts.out);
@@ -728,14 +750,29 @@ mod tests {
         assert!(o.points().contains(&p(32, 64, 4)));
         assert_eq!((o.top, o.evict, o.lanes.len()), (3, true, 4));
         let o = parse(&[
-            "autotune", "--out", "x.json", "--heads", "12", "--tokens", "1,4", "--quick",
-            "--occupancy", "0,2", "--minutes", "1.5",
+            "autotune",
+            "--out",
+            "x.json",
+            "--heads",
+            "12",
+            "--tokens",
+            "1,4",
+            "--quick",
+            "--occupancy",
+            "0,2",
+            "--minutes",
+            "1.5",
         ]);
         assert_eq!(o.out, "x.json");
         assert_eq!(o.points().len(), 12);
         assert_eq!((o.top, o.evict, o.lanes.clone()), (2, false, vec![8, 16]));
         assert_eq!((o.occupancy.clone(), o.minutes), (vec![0, 2], 1.5));
-        for bad in [&["--full"][..], &["--json", "x"], &["--bogus"], &["--top", "x"]] {
+        for bad in [
+            &["--full"][..],
+            &["--json", "x"],
+            &["--bogus"],
+            &["--top", "x"],
+        ] {
             let args: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
             assert!(Options::parse(&args).is_err(), "{bad:?}");
         }
@@ -750,7 +787,11 @@ mod tests {
         let mut seen = Vec::new();
         for c in &s.candidates {
             let cfg = KdaConfig::new(12, 64, 0, true, &c.raw, 1).unwrap();
-            assert!(pruned_by(&cfg).is_none() || c.label == "seed", "{}", c.label);
+            assert!(
+                pruned_by(&cfg).is_none() || c.label == "seed",
+                "{}",
+                c.label
+            );
             assert!(!seen.contains(&c.raw), "{} twice", c.label);
             seen.push(c.raw.clone());
         }
@@ -767,7 +808,7 @@ mod tests {
         // Quick: lanes 8 and 16, no evict.
         let s = space(&parse(&["--quick"]), &p(12, 1, 1));
         assert!(s.candidates.iter().all(|c| c.raw[4] == 0));
-        assert!(s.candidates.iter().skip(1).all(|c| c.raw[1] == 8 || c.raw[1] == 16));
+        assert!(s.candidates.iter().all(|c| c.raw[1] == 8 || c.raw[1] == 16));
     }
 
     #[test]

@@ -329,7 +329,10 @@ impl<D: BenchDevice> Workload<D> {
 
     /// The kernel of `cfg` for this point and its launch configuration.
     pub fn kernel(&self, cfg: &KdaConfig) -> Result<(Kernel, LaunchConfig), RuntimeError> {
-        let kernel = kernel_for(cfg, &self.args);
+        let kernel = kernel_for(cfg, &self.args).map_err(|e| RuntimeError::Build {
+            kernel: "kda_split".into(),
+            msg: e.to_string(),
+        })?;
         let syms = bind_syms(&kernel, &self.shapes)?;
         let launch = LaunchConfig {
             grid: [cfg.cluster(), cfg.heads, self.point.batch],

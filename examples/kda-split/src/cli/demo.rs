@@ -28,6 +28,9 @@ pub struct DemoArgs {
 pub fn demo(a: &DemoArgs) -> CliResult {
     let cfg = a.config.config()?;
     say!("KdaSplit: {}", describe(&cfg));
+    if let Some(note) = a.config.schedule.note(&cfg) {
+        say!("{note}");
+    }
     let options = GenOptions::new(cfg.heads, cfg.batch as usize, cfg.tokens)
         .seed(a.seed)
         .has_bias(cfg.has_bias)

@@ -105,7 +105,7 @@ fn execute_on<D: Timed>(
     check_contract(cfg, args)?;
     say!("timing (wall clock unless noted):");
     let start = Instant::now();
-    let kernel = run::kernel_for(cfg, args);
+    let kernel = run::kernel_for(cfg, args).map_err(|e| Failure::input(e.to_string()))?;
     phase(
         "build (trace the kernel IR)",
         start.elapsed(),
@@ -125,7 +125,7 @@ fn execute_on<D: Timed>(
     );
     let start = Instant::now();
     let prepared = run::prepare(dev, cfg, args).map_err(|e| match e {
-        RunError::Args(_) => Failure::input(e.to_string()),
+        RunError::Args(_) | RunError::Dtypes(_) => Failure::input(e.to_string()),
         RunError::Runtime(e) => runtime("preparing the launch", e),
     })?;
     phase(

@@ -8,7 +8,6 @@ use std::time::Instant;
 use clap::Args;
 use kda_ir::pipeline::{self, Options};
 use kda_ir::ptxas::{self, PtxasError};
-use kda_split::KdaConfig;
 
 use super::options::{BiasArgs, Schedule, fmt_duration, label, parse_schedule};
 use super::ptx::kernel;
@@ -30,7 +29,8 @@ pub struct InfoArgs {
     pub gate_mode: Vec<u32>,
     #[command(flatten)]
     pub bias: BiasArgs,
-    /// Schedule `early,lanes,occupancy[,cluster[,evict]]`; repeat the flag
+    /// Schedule `early,lanes,occupancy[,cluster[,evict]]`, `seed` (0,0,0) or
+    /// `auto` (the tuned table's for each configuration); repeat the flag
     /// for several schedules.
     #[arg(long, default_value = "0,0,0", value_parser = parse_schedule)]
     pub schedule: Vec<Schedule>,
@@ -59,13 +59,12 @@ pub fn info(a: &InfoArgs) -> CliResult {
                 for &mode in &a.gate_mode {
                     for schedule in &a.schedule {
                         let bias = a.bias.has_bias();
-                        let raw = schedule.0.iter().map(u32::to_string).collect::<Vec<_>>();
                         let name = format!(
                             "H{heads} B{batch} T{tokens} mode{mode} bias{} sched[{}]",
                             u8::from(bias),
-                            raw.join(",")
+                            schedule.text()
                         );
-                        let cfg = KdaConfig::new(heads, batch, mode, bias, &schedule.0, tokens);
+                        let cfg = schedule.config(heads, batch, mode, bias, tokens);
                         configs.push((name, cfg));
                     }
                 }
@@ -94,7 +93,7 @@ pub fn info(a: &InfoArgs) -> CliResult {
                 continue;
             }
         };
-        let kernel = kernel(cfg, a.weights_f32, a.symbolic_strides);
+        let kernel = kernel(cfg, a.weights_f32, a.symbolic_strides)?;
         let compiled = pipeline::compile(&kernel, &Options::default())
             .map_err(|e| Failure::device(format!("{}: compiling: {e}", label(cfg))))?;
         let start = Instant::now();

@@ -10,7 +10,7 @@
 //! | 1 | the results do not match the expected ones |
 //! | 2 | usage error or invalid configuration (the constructor's constraints) |
 //! | 3 | bad input: an unreadable, malformed or mismatched case file, or arguments that break the caller contract |
-//! | 4 | the device, the compiler, ptxas or the benchmark failed |
+//! | 4 | the device, the compiler, ptxas, the benchmark or the autotune failed |
 
 /// `println!` that ignores a closed standard output, so that
 /// `kda-split info | head` ends quietly instead of panicking.
@@ -67,6 +67,9 @@ enum Command {
     /// Benchmark KdaSplit on the GPU against the copy ceiling and the graph
     /// node floor (its own flags: `kda-split bench --help`).
     Bench(bench::BenchArgs),
+    /// Search the schedule space on the GPU and write the tuned table that
+    /// `--schedule auto` uses (its own flags: `kda-split autotune --help`).
+    Autotune(bench::BenchArgs),
 }
 
 /// Why a command failed, with the process exit code it maps to.
@@ -133,6 +136,7 @@ pub fn main() -> ExitCode {
         Some(Command::Ptx(args)) => ptx::ptx(&args),
         Some(Command::Info(args)) => info::info(&args),
         Some(Command::Bench(args)) => bench::bench(&args),
+        Some(Command::Autotune(args)) => bench::autotune(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

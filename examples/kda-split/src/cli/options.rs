@@ -3,14 +3,14 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use kda_split::{ConvLayout, DtBias, GateInputs, KdaConfig, RawGateOrder};
+use kda_split::{ConfigError, ConvLayout, DtBias, GateInputs, KdaConfig, RawGateOrder, TunedTable};
 
 use super::Failure;
 
 /// The default configuration of the demo and `ptx`: 12 heads (a
 /// tensor-parallel rank of 8 for 96 heads, the seed's fast-math case), 64
-/// requests, single-token decode, gate mode 0, bias on, default schedule.
-/// The simulator runs it in about a second.
+/// requests, single-token decode, gate mode 0, bias on, the tuned schedule
+/// (`--schedule auto`). The simulator runs it in about a second.
 pub const DEFAULT_HEADS: u32 = 12;
 pub const DEFAULT_BATCH: u32 = 64;
 
@@ -33,24 +33,25 @@ pub struct ConfigArgs {
     pub gate_mode: u32,
     #[command(flatten)]
     pub bias: BiasArgs,
-    /// Schedule `early,lanes,occupancy[,cluster[,evict]]`; zeros select the
-    /// defaults.
-    #[arg(long, default_value = "0,0,0", value_parser = parse_schedule)]
+    /// Schedule: `auto` (the tuned table's for this configuration), `seed`
+    /// (the seed's defaults, 0,0,0) or `early,lanes,occupancy[,cluster[,evict]]`
+    /// (zeros select the seed's defaults).
+    #[arg(long, default_value = "auto", value_parser = parse_schedule)]
     pub schedule: Schedule,
 }
 
 impl ConfigArgs {
     /// The validated configuration, or exit 2 with the constructor's error.
     pub fn config(&self) -> Result<KdaConfig, Failure> {
-        KdaConfig::new(
-            self.heads,
-            self.batch,
-            self.gate_mode,
-            self.bias.has_bias(),
-            &self.schedule.0,
-            self.tokens,
-        )
-        .map_err(|e| Failure::config(&e))
+        self.schedule
+            .config(
+                self.heads,
+                self.batch,
+                self.gate_mode,
+                self.bias.has_bias(),
+                self.tokens,
+            )
+            .map_err(|e| Failure::config(&e))
     }
 }
 
@@ -71,19 +72,86 @@ impl BiasArgs {
     }
 }
 
-/// The raw schedule entries as given (3 to 5 of them).
+/// `--schedule`: the tuned table's, or raw entries as given (3 to 5 of
+/// them; `seed` is `0,0,0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule(pub Vec<u32>);
+pub enum Schedule {
+    Auto,
+    Raw(Vec<u32>),
+}
+
+impl Schedule {
+    /// `KdaConfig::tuned` for `auto`, else `KdaConfig::new` with the entries.
+    pub fn config(
+        &self,
+        heads: u32,
+        batch: u32,
+        gate_mode: u32,
+        has_bias: bool,
+        tokens: u32,
+    ) -> Result<KdaConfig, ConfigError> {
+        match self {
+            Self::Auto => KdaConfig::tuned(heads, batch, gate_mode, has_bias, tokens),
+            Self::Raw(raw) => KdaConfig::new(heads, batch, gate_mode, has_bias, raw, tokens),
+        }
+    }
+
+    /// `auto`, or the entries joined by commas.
+    pub fn text(&self) -> String {
+        match self {
+            Self::Auto => "auto".into(),
+            Self::Raw(raw) => raw.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+        }
+    }
+
+    /// For `auto`: where `cfg`'s schedule came from, as one line.
+    pub fn note(&self, cfg: &KdaConfig) -> Option<String> {
+        if *self != Self::Auto {
+            return None;
+        }
+        let table = TunedTable::builtin();
+        let tuned = table
+            .lookup(
+                cfg.heads,
+                cfg.batch,
+                cfg.gate_mode as u32,
+                cfg.has_bias,
+                cfg.tokens,
+            )
+            .ok()?;
+        Some(match tuned.point {
+            Some(p) => format!(
+                "schedule auto: tuned at {} on {} ({}): {:.2} µs/step, the seed's defaults {}",
+                p.name(),
+                table.meta_str("gpu").unwrap_or("?"),
+                table.meta_str("date").unwrap_or("?"),
+                p.us_per_step,
+                p.seed_us_per_step
+                    .map_or("not measured".into(), |s| format!("{s:.2}"))
+            ),
+            None => "schedule auto: no tuned schedule fits this configuration; the seed's defaults"
+                .into(),
+        })
+    }
+}
 
 pub fn parse_schedule(text: &str) -> Result<Schedule, String> {
+    match text.trim() {
+        "auto" => return Ok(Schedule::Auto),
+        "seed" => return Ok(Schedule::Raw(vec![0, 0, 0])),
+        _ => {}
+    }
     text.split(',')
         .map(|s| {
             s.trim().parse::<u32>().map_err(|_| {
-                format!("`{s}` is not a non-negative integer (expected early,lanes,occupancy[,cluster[,evict]])")
+                format!(
+                    "`{s}` is not a non-negative integer (expected auto, seed or \
+                     early,lanes,occupancy[,cluster[,evict]])"
+                )
             })
         })
         .collect::<Result<Vec<_>, _>>()
-        .map(Schedule)
+        .map(Schedule::Raw)
 }
 
 /// Where to run.

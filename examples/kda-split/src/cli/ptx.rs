@@ -43,16 +43,15 @@ pub fn ptx(a: &PtxArgs) -> CliResult {
     let (cfg, kernel) = match &a.case {
         Some(path) => {
             let case = super::run::read_case(path)?;
-            let cfg = case
-                .meta
-                .config(a.config.gate_mode, &a.config.schedule.0)
-                .map_err(|e| Failure::config(&e))?;
+            let cfg = super::run::case_config(&case, a.config.gate_mode, &a.config.schedule)?;
             super::exec::check_contract(&cfg, &case.args)?;
-            (cfg, kernel_for(&cfg, &case.args))
+            let kernel = kernel_for(&cfg, &case.args).map_err(|e| Failure::input(e.to_string()))?;
+            (cfg, kernel)
         }
         None => {
             let cfg = a.config.config()?;
-            (cfg, kernel(&cfg, a.weights_f32, a.symbolic_strides))
+            let kernel = kernel(&cfg, a.weights_f32, a.symbolic_strides)?;
+            (cfg, kernel)
         }
     };
     let compiled = pipeline::compile(&kernel, &Options::default())
@@ -96,16 +95,16 @@ pub fn ptx(a: &PtxArgs) -> CliResult {
 /// as PTX constants), or with `symbolic` the generic one whose strides are
 /// parameters. Strides do not depend on the batch or the slot count, so a
 /// one-request case supplies them.
-pub fn kernel(cfg: &KdaConfig, weights_f32: bool, symbolic: bool) -> Kernel {
+pub fn kernel(cfg: &KdaConfig, weights_f32: bool, symbolic: bool) -> Result<Kernel, Failure> {
     if symbolic {
-        return build(cfg, &dtypes(weights_f32));
+        return build(cfg, &dtypes(weights_f32)).map_err(|e| Failure::input(e.to_string()));
     }
     let layout = generate(
         &GenOptions::new(cfg.heads, 1, cfg.tokens)
             .num_slots(cfg.tokens as usize + 1)
             .weights_f32(weights_f32),
     );
-    kernel_for(cfg, &layout)
+    kernel_for(cfg, &layout).map_err(|e| Failure::input(e.to_string()))
 }
 
 fn dtypes(weights_f32: bool) -> Dtypes {

@@ -39,9 +39,11 @@ pub struct RunArgs {
     /// "mode2"`), else 0.
     #[arg(long)]
     pub gate_mode: Option<u32>,
-    /// Schedule `early,lanes,occupancy[,cluster[,evict]]`; zeros select the
-    /// defaults.
-    #[arg(long, default_value = "0,0,0", value_parser = parse_schedule)]
+    /// Schedule: `auto` (the tuned table's for the case's heads, batch and
+    /// tokens), `seed` (the seed's defaults, 0,0,0) or
+    /// `early,lanes,occupancy[,cluster[,evict]]` (zeros select the seed's
+    /// defaults).
+    #[arg(long, default_value = "auto", value_parser = parse_schedule)]
     pub schedule: Schedule,
     /// Write the results as a case file: the arguments after the call and
     /// the expected results.
@@ -72,12 +74,12 @@ pub fn run(a: &RunArgs) -> CliResult {
             _ => 0,
         }
     });
-    let cfg = case
-        .meta
-        .config(gate_mode, &a.schedule.0)
-        .map_err(|e| Failure::config(&e))?;
+    let cfg = case_config(&case, gate_mode, &a.schedule)?;
     say!("case: {path}");
     say!("KdaSplit: {}", describe(&cfg));
+    if let Some(note) = a.schedule.note(&cfg) {
+        say!("{note}");
+    }
     check_contract(&cfg, &case.args)?;
     say!(
         "case: {} requests of which {} padding, {} cache slots, seed {}",
@@ -115,6 +117,14 @@ pub fn run(a: &RunArgs) -> CliResult {
         say!("wrote the results to {}", out.display());
     }
     finish(&report)
+}
+
+/// The case's configuration for a gate mode and schedule (exit 2 if invalid).
+pub fn case_config(case: &Case, gate_mode: u32, schedule: &Schedule) -> Result<KdaConfig, Failure> {
+    let m = &case.meta;
+    schedule
+        .config(m.heads, m.batch, gate_mode, m.has_bias, m.tokens)
+        .map_err(|e| Failure::config(&e))
 }
 
 /// Reads a case file; errors name the file once and the tensor (exit 3).

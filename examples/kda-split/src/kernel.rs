@@ -3,8 +3,7 @@
 //! padding slots, optional bias, gate modes 0/1/2, early 0–3, 1–16 CTAs per
 //! head, every lane width, evict-first, fast math — in one
 //! `#[cluster_kernel]`, run on the simulator against the float64 reference
-//! over the configuration matrix the builder-API version is tested on
-//! (`examples/kda-split`).
+//! (`tests/sim_matrix.rs`, `tests/gpu_kda.rs`).
 //!
 //! One cluster of C CTAs handles one (head, request); each CTA has 160
 //! threads: the `state` role (128 threads) runs the conv, the L2 norms, the
@@ -16,9 +15,10 @@
 //! that (`early = ..`): ready loads move above the PDL wait, cluster waits
 //! down to each role's first DSMEM send.
 
+use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
 use kda::dsl::{Elem, Regs, Val, bf16, fma_with};
-use kda_split::{GateMode, KdaConfig};
+use kda::ir::{Kernel, Scalar};
 
 /// `decay = exp(lower_bound · σ(exp(a_log) · (bf16(raw) + dt_bias)))`.
 fn decay(raw: Val<f32>, dt: Val<f32>, a: Val<f32>, lower: Val<f32>, fast: bool) -> Val<f32> {
@@ -656,127 +656,51 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     }
 }
 
-// ---- tests
-
-use ::kda_split::run::{dtypes, prepare, tensor_args};
-use ::kda_split::{Actual, Case, GateInputs, GenOptions, RawGateOrder, compare};
-use kda::ir::pipeline::{Options, compile};
-use kda::ir::{Kernel, Scalar};
-use kda::runtime::{Device, SimDevice, TensorShape, bind_syms};
-
-type Point = (u32, usize, u32, u32, bool, [u32; 5]);
-
-/// The configuration matrix of `examples/kda-split/tests/common`: every token
-/// count, both bias settings, all gate modes, every early level, every
-/// cluster size and lane width. (heads, batch, tokens, gate mode, bias,
-/// [early, lanes, occupancy, cluster, evict]).
-const MATRIX: &[Point] = &[
-    (2, 2, 1, 0, false, [0, 0, 0, 0, 0]),
-    (12, 1, 1, 1, true, [1, 16, 0, 8, 0]),
-    (2, 3, 1, 2, true, [0, 16, 0, 0, 0]),
-    (2, 1, 1, 2, false, [0, 8, 0, 0, 0]),
-    (2, 2, 1, 0, true, [2, 16, 0, 2, 1]),
-    (2, 2, 1, 1, false, [3, 8, 1, 1, 0]),
-    (12, 2, 1, 0, false, [3, 32, 0, 2, 1]),
-    (2, 2, 1, 1, true, [2, 4, 0, 4, 0]),
-    (6, 2, 1, 0, false, [1, 32, 0, 4, 0]),
-    (2, 2, 2, 0, true, [1, 16, 0, 2, 0]),
-    (2, 2, 3, 1, false, [0, 8, 0, 4, 0]),
-    (12, 2, 4, 0, false, [1, 16, 0, 8, 0]),
-    (2, 2, 5, 1, true, [0, 8, 0, 4, 0]),
-    (2, 2, 6, 0, true, [0, 32, 0, 2, 0]),
-    (2, 2, 7, 1, false, [1, 8, 0, 8, 0]),
-    (2, 2, 8, 0, false, [0, 16, 0, 8, 0]),
-    (6, 3, 8, 1, true, [1, 16, 1, 2, 0]),
-];
-
-fn config(p: &Point) -> KdaConfig {
-    KdaConfig::new(p.0, p.1 as u32, p.3, p.4, &p.5, p.2).unwrap_or_else(|e| panic!("{p:?}: {e}"))
+/// Element types of the arguments the spec leaves generic (converted to f32
+/// at first use).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Dtypes {
+    pub weights: Scalar,
+    pub bias: Scalar,
+    pub beta: Scalar,
+    pub gate: Scalar,
+    pub norm_weight: Scalar,
 }
 
-fn case(p: &Point, seed: u64, weights_f32: bool) -> Case {
-    let opts = GenOptions::new(p.0, p.1, p.2)
-        .seed(seed)
-        .has_bias(p.4)
-        .gate_inputs(GateInputs::Grid)
-        .padding(0.25)
-        .holes(0.25);
-    let opts = GenOptions {
-        weights_f32,
-        ..opts
-    };
-    let order = if p.3 == 2 {
-        RawGateOrder::Mode2
-    } else {
-        RawGateOrder::Exact
-    };
-    Case::generate(&opts, order).unwrap_or_else(|e| panic!("{p:?}: {e}"))
-}
-
-/// The kernel for a configuration and the dtype of `weights` (the other
-/// generic arguments are bf16 in every generated case).
-fn build(cfg: &KdaConfig, weights: Scalar) -> Kernel {
-    match weights {
-        Scalar::F32 => kda_split::<f32, bf16, bf16, bf16, bf16>(cfg),
-        _ => kda_split::<bf16, bf16, bf16, bf16, bf16>(cfg),
-    }
-}
-
-/// Run the macro-built kernel on a device with the launch `kda_split::run`
-/// prepares for the case (its grid, scalars and buffers).
-fn run_macro_kernel<D: Device>(dev: &D, cfg: &KdaConfig, case: &Case) -> Actual {
-    let mut prepared = prepare(dev, cfg, &case.args).unwrap_or_else(|e| panic!("{e}"));
-    let kernel = build(cfg, dtypes(&case.args).weights);
-    let shapes: Vec<TensorShape> = tensor_args(&case.args)
-        .iter()
-        .map(|t| TensorShape {
-            shape: t.shape().to_vec(),
-            strides: t.strides().to_vec(),
-        })
-        .collect();
-    prepared.cfg.syms = bind_syms(&kernel, &shapes).unwrap_or_else(|e| panic!("{e}"));
-    prepared.module = dev.load(&kernel).unwrap_or_else(|e| panic!("{e}"));
-    prepared.kernel = kernel;
-    prepared.launch(dev).unwrap_or_else(|e| panic!("{e}"));
-    prepared
-        .results(dev, &case.args)
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
-#[test]
-fn every_configuration_traces_verifies_and_lowers_to_ptx() {
-    let opts = Options {
-        dump: None,
-        ..Options::default()
-    };
-    for p in MATRIX {
-        let cfg = config(p);
-        for weights in [Scalar::BF16, Scalar::F32] {
-            let k = build(&cfg, weights);
-            let compiled = compile(&k, &opts).unwrap_or_else(|e| panic!("{p:?}: {e}"));
-            assert!(compiled.ptx.contains(".entry kda_split"), "{p:?}");
+impl Default for Dtypes {
+    fn default() -> Self {
+        Dtypes {
+            weights: Scalar::BF16,
+            bias: Scalar::BF16,
+            beta: Scalar::BF16,
+            gate: Scalar::BF16,
+            norm_weight: Scalar::BF16,
         }
     }
 }
 
-#[test]
-fn matches_the_reference_on_the_simulator() {
-    let dev = SimDevice::new();
-    let mut failed = Vec::new();
-    for (n, p) in MATRIX.iter().enumerate() {
-        let cfg = config(p);
-        let case = case(p, 100 + n as u64, n % 4 == 1);
-        let actual = run_macro_kernel(&dev, &cfg, &case);
-        let report = compare(&cfg, &case.args, &actual, case.expected.as_ref().unwrap());
-        if !report.passed() {
-            println!("FAIL {p:?}\n{report}");
-            failed.push(*p);
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "{} of {} configurations failed: {failed:?}",
-        failed.len(),
-        MATRIX.len()
-    );
+/// Threads per CTA: the state role (128) and the gate warp.
+pub const BLOCK: u32 = 160;
+
+/// Trace KdaSplit for one configuration and argument dtypes: `weights` may be
+/// bf16 or f32 (vLLM keeps conv weights in f32); `bias`, `beta`, `gate` and
+/// `norm_weight` are all bf16 or all f32.
+pub fn build(cfg: &KdaConfig, dt: &Dtypes) -> Result<Kernel, UnsupportedDtypes> {
+    use Scalar::{BF16, F32};
+    let rest = [dt.bias, dt.beta, dt.gate, dt.norm_weight];
+    let all = |s: Scalar| rest.iter().all(|&r| r == s);
+    Ok(match (dt.weights, all(BF16), all(F32)) {
+        (BF16, true, _) => kda_split::<bf16, bf16, bf16, bf16, bf16>(cfg),
+        (F32, true, _) => kda_split::<f32, bf16, bf16, bf16, bf16>(cfg),
+        (BF16, _, true) => kda_split::<bf16, f32, f32, f32, f32>(cfg),
+        (F32, _, true) => kda_split::<f32, f32, f32, f32, f32>(cfg),
+        _ => return Err(UnsupportedDtypes(*dt)),
+    })
 }
+
+/// A dtype combination the kernel is not instantiated for.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "unsupported argument dtypes {0:?}: weights bf16 or f32, and bias, beta, gate, norm_weight all bf16 or all f32"
+)]
+pub struct UnsupportedDtypes(pub Dtypes);
