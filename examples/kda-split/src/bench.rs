@@ -98,26 +98,27 @@ fn named(label: &str) -> Option<Candidate> {
     Some(Candidate::new(label, raw))
 }
 
+/// The named schedules besides `auto` and `seed`.
+pub const NAMED: [&str; 8] = [
+    "e1",
+    "e1-l8",
+    "e1-l16",
+    "e2",
+    "e2-c2",
+    "e2-c4",
+    "e2-c2-evict",
+    "e3-c2",
+];
+
 /// The sweep's schedules without `--schedule` (`auto` first: it is always
 /// measured under its own name).
 fn default_schedules(quick: bool) -> Vec<Candidate> {
-    let names: &[&str] = if quick {
-        &["auto", "seed", "e1", "e2-c2"]
-    } else {
-        &[
-            "auto",
-            "seed",
-            "e1",
-            "e1-l8",
-            "e1-l16",
-            "e2",
-            "e2-c2",
-            "e2-c4",
-            "e2-c2-evict",
-            "e3-c2",
-        ]
-    };
-    names.iter().map(|n| named(n).expect("named")).collect()
+    let names: &[&str] = if quick { &["e1", "e2-c2"] } else { &NAMED };
+    ["auto", "seed"]
+        .iter()
+        .chain(names)
+        .map(|n| named(n).expect("named"))
+        .collect()
 }
 
 fn parse_schedule(text: &str) -> Result<Candidate, String> {
@@ -525,7 +526,7 @@ pub fn measure_point(
         row.outcome = match cfg {
             Err(e) => Outcome::Skipped(e.to_string()),
             Ok(cfg) => {
-                let resolved = Resolved::of(&cfg);
+                let resolved = cfg.resolved_schedule();
                 row.resolved = Some(resolved);
                 if let Some((_, first)) = seen.iter().find(|(r, _)| *r == resolved) {
                     Outcome::Skipped(format!("resolves to the schedule of `{first}`"))

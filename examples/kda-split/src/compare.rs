@@ -43,6 +43,18 @@ pub struct Actual {
     pub conv_state: Vec<bf16>,
 }
 
+impl Actual {
+    /// A run that produced exactly `expected` (output_f32 included).
+    pub fn exact(expected: &Expected) -> Self {
+        Self {
+            output: expected.output.clone(),
+            output_f32: Some(expected.output_f32.clone()),
+            state: expected.state.clone(),
+            conv_state: expected.conv_state.clone(),
+        }
+    }
+}
+
 /// The quantity a check measures.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Measure {
@@ -126,6 +138,15 @@ impl Report {
     pub fn check(&self, name: &str) -> Option<&Check> {
         self.checks.iter().find(|c| c.name == name)
     }
+
+    /// Names of the failed checks, in order.
+    pub fn failed(&self) -> Vec<&'static str> {
+        self.checks
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.name)
+            .collect()
+    }
 }
 
 impl fmt::Display for Report {
@@ -144,7 +165,38 @@ impl fmt::Display for Report {
 /// Compares `actual` with `expected` for the launch `args` (as passed, before
 /// the run: the slot table says which state pages may change).
 pub fn compare(config: &KdaConfig, args: &KdaArgs, actual: &Actual, expected: &Expected) -> Report {
-    let errors = validate(config, args);
+    compare_valid(
+        &validate(config, args),
+        || {
+            let (padding_rows, written_slots) = slot_footprint(
+                config.tokens,
+                (0..args.requests()).map(|b| resolve(config.tokens, args, b)),
+            );
+            Footprint {
+                output_len: args.output.numel(),
+                state_len: args.state.numel(),
+                conv_state_len: args.conv_state.numel(),
+                row_len: config.dim(),
+                padding_rows,
+                heads: config.heads as usize,
+                state_page: config.heads as usize * HEAD_DIM * HEAD_DIM,
+                written_slots,
+            }
+        },
+        actual,
+        expected,
+    )
+}
+
+/// The comparison of a launch whose contract violations are `errors`: a
+/// single failed `arguments` check if there are any, else
+/// [`compare_footprint`] with the launch's `footprint`.
+pub fn compare_valid<E: fmt::Display>(
+    errors: &[E],
+    footprint: impl FnOnce() -> Footprint,
+    actual: &Actual,
+    expected: &Expected,
+) -> Report {
     if !errors.is_empty() {
         let note = errors
             .iter()
@@ -155,26 +207,26 @@ pub fn compare(config: &KdaConfig, args: &KdaArgs, actual: &Actual, expected: &E
             checks: vec![Check::unusable("arguments", note)],
         };
     }
-    let (dim, t) = (config.dim(), config.tokens as usize);
+    compare_footprint(&footprint(), actual, expected)
+}
+
+/// The output rows of padding requests and the state slots active requests
+/// write (in request order), for [`Footprint`]: request `b` owns rows
+/// `b·T .. b·T + T`.
+pub fn slot_footprint(
+    tokens: u32,
+    requests: impl IntoIterator<Item = Request>,
+) -> (Vec<usize>, Vec<usize>) {
+    let t = tokens as usize;
     let mut padding_rows = Vec::new();
     let mut written_slots = Vec::new();
-    for b in 0..args.requests() {
-        match resolve(config.tokens, args, b) {
+    for (b, request) in requests.into_iter().enumerate() {
+        match request {
             Request::Padding => padding_rows.extend(b * t..(b + 1) * t),
             Request::Active { writes, .. } => written_slots.extend(writes.into_iter().flatten()),
         }
     }
-    let footprint = Footprint {
-        output_len: args.output.numel(),
-        state_len: args.state.numel(),
-        conv_state_len: args.conv_state.numel(),
-        row_len: dim,
-        padding_rows,
-        heads: config.heads as usize,
-        state_page: config.heads as usize * HEAD_DIM * HEAD_DIM,
-        written_slots,
-    };
-    compare_footprint(&footprint, actual, expected)
+    (padding_rows, written_slots)
 }
 
 /// What a comparison needs to know about a launch beyond the tensors: which

@@ -194,7 +194,7 @@ pub fn generate(options: &GenOptions) -> KdaArgs {
         slots > b * t,
         "num_slots = {slots} leaves no room for {b} requests of {t} distinct slots plus the null slot"
     );
-    let mut g = Gen(ChaCha8Rng::seed_from_u64(o.seed));
+    let mut g = Draw::new(o.seed);
 
     let x = g.bf16(vec![rows, 3 * dim], |g| g.normal(0.0, 1.0));
     let weights = g.bf16(vec![3, 4, dim], |g| g.uniform(-0.5, 0.5));
@@ -204,31 +204,16 @@ pub fn generate(options: &GenOptions) -> KdaArgs {
         weights
     };
     let bias = g.bf16(vec![3 * dim], |g| g.uniform(-0.5, 0.5));
-
     let width = if t == 1 { 3 } else { t + 2 } + o.conv_extra;
-    let conv_values: Vec<bf16> = (0..slots * 3 * dim * width)
-        .map(|_| bf16_rne(g.normal(0.0, 1.0)))
-        .collect();
-    let shape = vec![slots, 3 * dim, width];
-    let conv_state = match o.conv_layout {
-        ConvLayout::Ds => HostTensor::new(conv_values, shape),
-        ConvLayout::Sd => {
-            let strides = vec![width * 3 * dim, 1, 3 * dim];
-            HostTensor::strided(conv_values, shape, strides)
-        }
-    }
-    .expect("conv storage matches its view");
+    let conv_state = g.conv_state(slots, 3 * dim, width, o.conv_layout);
 
     let f_b_std = (D as f64).powf(-0.5);
-    let raw_gate = g.bf16(vec![rows, D], |g| g.gate_operand(o.gate_inputs, 1.0, 6));
+    let raw_gate = g.bf16(vec![rows, D], |g| gate_operand(g, o.gate_inputs, 1.0, 6));
     let beta = g.bf16(vec![rows, h], |g| g.normal(0.0, 1.0));
     let a_log = g.f32(vec![h], |g| g.uniform(1.0, 16.0).ln());
     let dt_bias = g.f32(vec![dim], |g| match o.dt_bias {
         DtBias::Spread => g.normal(-1.0, 1.0),
-        DtBias::Fla => {
-            let dt = g.uniform(1e-3f64.ln(), 1e-1f64.ln()).exp().max(1e-4);
-            dt + (-(-dt).exp_m1()).ln()
-        }
+        DtBias::Fla => g.dt_bias_init(),
     });
 
     let (slots_tensor, accepted) = slot_table(
@@ -244,14 +229,10 @@ pub fn generate(options: &GenOptions) -> KdaArgs {
     );
 
     let state = g.f32(vec![slots, h, D, D], |g| g.normal(0.0, 0.1));
-    let output = HostTensor::new(
-        vec![bf16::from_f32(OUTPUT_SENTINEL); rows * dim],
-        vec![rows, dim],
-    )
-    .expect("output length");
+    let output = sentinel_output(rows, dim);
     let gate = g.bf16(vec![rows, dim], |g| g.normal(0.0, 1.0));
     let norm_weight = g.bf16(vec![D], |g| g.uniform(0.5, 1.5));
-    let f_b_weight = g.bf16(vec![dim, D], |g| g.gate_operand(o.gate_inputs, f_b_std, 9));
+    let f_b_weight = g.bf16(vec![dim, D], |g| gate_operand(g, o.gate_inputs, f_b_std, 9));
 
     KdaArgs {
         x,
@@ -275,45 +256,98 @@ pub fn generate(options: &GenOptions) -> KdaArgs {
     }
 }
 
-fn to_f32(t: &HostTensor) -> HostTensor {
+/// A bf16-exact tensor stored as F32 (for the "weights as f32" options).
+pub fn to_f32(t: &HostTensor) -> HostTensor {
     let values = t.values().iter().map(|&v| v as f32).collect::<Vec<_>>();
     HostTensor::new(values, t.shape().to_vec()).expect("same shape")
 }
 
-struct Gen(ChaCha8Rng);
+/// A row-major bf16 `[rows, cols]` output pre-filled with [`OUTPUT_SENTINEL`].
+pub fn sentinel_output(rows: usize, cols: usize) -> HostTensor {
+    HostTensor::new(
+        vec![bf16::from_f32(OUTPUT_SENTINEL); rows * cols],
+        vec![rows, cols],
+    )
+    .expect("output length")
+}
 
-impl Gen {
-    fn normal(&mut self, mean: f64, std: f64) -> f64 {
+/// The seeded draws every kernel's generator is built from (KdaSplit, GDN,
+/// Mamba-2): one ChaCha8 stream, consumed in call order.
+pub struct Draw(pub ChaCha8Rng);
+
+impl Draw {
+    pub fn new(seed: u64) -> Self {
+        Self(ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// N(mean, std).
+    pub fn normal(&mut self, mean: f64, std: f64) -> f64 {
         Normal::new(mean, std)
             .expect("finite std")
             .sample(&mut self.0)
     }
 
-    fn uniform(&mut self, low: f64, high: f64) -> f64 {
+    /// U[low, high).
+    pub fn uniform(&mut self, low: f64, high: f64) -> f64 {
         self.0.random_range(low..high)
     }
 
-    fn bf16(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
+    /// A row-major bf16 tensor of `draw`s, each rounded to nearest even.
+    pub fn bf16(
+        &mut self,
+        shape: Vec<usize>,
+        mut draw: impl FnMut(&mut Self) -> f64,
+    ) -> HostTensor {
         let n = shape.iter().product();
         let values: Vec<bf16> = (0..n).map(|_| bf16_rne(draw(self))).collect();
         HostTensor::new(values, shape).expect("generated length")
     }
 
-    fn f32(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
+    /// A row-major f32 tensor of `draw`s.
+    pub fn f32(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
         let n = shape.iter().product();
         let values: Vec<f32> = (0..n).map(|_| draw(self) as f32).collect();
         HostTensor::new(values, shape).expect("generated length")
     }
 
-    /// N(0, std), optionally snapped to the grid `m·2^-bits`, |m| <= 127.
-    fn gate_operand(&mut self, inputs: GateInputs, std: f64, bits: i32) -> f64 {
-        let value = self.normal(0.0, std);
-        match inputs {
-            GateInputs::Gaussian => value,
-            GateInputs::Grid => {
-                let unit = 2f64.powi(-bits);
-                (value / unit).round().clamp(-127.0, 127.0) * unit
+    /// The inverse softplus of `dt` log-uniform in [1e-3, 1e-1] (fla's and
+    /// Mamba's `dt_bias` init).
+    pub fn dt_bias_init(&mut self) -> f64 {
+        let dt = self.uniform(1e-3f64.ln(), 1e-1f64.ln()).exp().max(1e-4);
+        dt + (-(-dt).exp_m1()).ln()
+    }
+
+    /// A `[slots, channels, width]` bf16 conv state ~ N(0, 1) in `layout`.
+    pub fn conv_state(
+        &mut self,
+        slots: usize,
+        channels: usize,
+        width: usize,
+        layout: ConvLayout,
+    ) -> HostTensor {
+        let values: Vec<bf16> = (0..slots * channels * width)
+            .map(|_| bf16_rne(self.normal(0.0, 1.0)))
+            .collect();
+        let shape = vec![slots, channels, width];
+        match layout {
+            ConvLayout::Ds => HostTensor::new(values, shape),
+            ConvLayout::Sd => {
+                let strides = vec![width * channels, 1, channels];
+                HostTensor::strided(values, shape, strides)
             }
+        }
+        .expect("conv storage matches its view")
+    }
+}
+
+/// N(0, std), optionally snapped to the grid `m·2^-bits`, |m| <= 127.
+fn gate_operand(g: &mut Draw, inputs: GateInputs, std: f64, bits: i32) -> f64 {
+    let value = g.normal(0.0, std);
+    match inputs {
+        GateInputs::Gaussian => value,
+        GateInputs::Grid => {
+            let unit = 2f64.powi(-bits);
+            (value / unit).round().clamp(-127.0, 127.0) * unit
         }
     }
 }

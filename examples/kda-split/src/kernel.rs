@@ -17,7 +17,7 @@
 
 use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
-use kda::dsl::{Elem, Regs, Val, bf16, fma_with};
+use kda::dsl::{Elem, Regs, Tensor, Val, bf16, fma_with, ix, val};
 use kda::ir::{Kernel, Scalar};
 
 /// `decay = exp(lower_bound · σ(exp(a_log) · (bf16(raw) + dt_bias)))`.
@@ -26,13 +26,60 @@ fn decay(raw: Val<f32>, dt: Val<f32>, a: Val<f32>, lower: Val<f32>, fast: bool) 
     (lower * sigmoid(x, fast)).fast_exp()
 }
 
-fn sigmoid(x: Val<f32>, fast: bool) -> Val<f32> {
+pub fn sigmoid(x: Val<f32>, fast: bool) -> Val<f32> {
     if fast { x.fast_sigmoid() } else { x.sigmoid() }
+}
+
+/// The slots of one request (spec §2), read from ready tensors.
+pub struct RequestSlots {
+    /// The slot whose state is read; `<= 0` marks a padding request.
+    pub read: Val<i32>,
+    /// The conv-state slot, read and rewritten in place.
+    pub conv: Val<i32>,
+    /// The conv-tap offset `accepted - 1` (0 for T = 1).
+    pub offset: Val<u32>,
+    /// Each token's write slot (`<= 0`: a write hole).
+    pub writes: Vec<Val<i32>>,
+}
+
+/// Slot resolution of `request` (spec §2): `slots` for T = 1, the slot table
+/// and `accepted` for T > 1 (the kernel's `#[when]` parameters as passed).
+pub fn request_slots(
+    tokens: u32,
+    request: Val<u32>,
+    slots: Option<Tensor<i32, 1>>,
+    table: Option<Tensor<i32, 2>>,
+    accepted: Option<Tensor<i32, 1>>,
+) -> RequestSlots {
+    match (slots, table, accepted) {
+        (Some(slots), _, _) => {
+            let slot = slots.load(request);
+            RequestSlots {
+                read: slot,
+                conv: slot,
+                offset: val::<u32>(0),
+                writes: vec![slot],
+            }
+        }
+        (_, Some(table), Some(accepted)) => {
+            let offset = (accepted.load(request) - 1).bitcast::<u32>();
+            let writes = (0..tokens)
+                .map(|t| table.load([ix(request), ix(t)]))
+                .collect();
+            RequestSlots {
+                read: table.load([request, offset]),
+                conv: table.load([ix(request), ix(0u32)]),
+                offset,
+                writes,
+            }
+        }
+        _ => unreachable!("T > 1 kernels take the slot table and `accepted`"),
+    }
 }
 
 /// Row `p` of `history` dotted with `x` (`[chunk, 4]`): per chunk a product
 /// and three FMAs, then the chunks summed pairwise (the seed's `row_dot`).
-fn row_dot(history: &Regs<f32>, x: &Regs<f32>, p: usize, ftz: bool) -> Val<f32> {
+pub fn row_dot(history: &Regs<f32>, x: &Regs<f32>, p: usize, ftz: bool) -> Val<f32> {
     let chunks = x.dims()[0];
     let mut partial: Vec<Val<f32>> = (0..chunks)
         .map(|j| {
@@ -105,20 +152,12 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     let value_base = partition * rows;
     let token_row = |tok: u32| request * t_n + tok;
 
-    // Slots (spec §2), from ready tensors: the read slot, the conv slot, the
-    // tap offset `accepted - 1` and each token's write slot.
-    let (read, conv_slot, offset, writes) = match (slots, slot_table, accepted) {
-        (Some(slots), _, _) => {
-            let slot = slots[request];
-            (slot, slot, val::<u32>(0), vec![slot])
-        }
-        (_, Some(table), Some(accepted)) => {
-            let off = (accepted[request] - 1).bitcast::<u32>();
-            let writes = (0..t_n).map(|t| table[[request, t]]).collect();
-            (table[[request, off]], table[[request, 0]], off, writes)
-        }
-        _ => unreachable!("T > 1 kernels take the slot table and `accepted`"),
-    };
+    let RequestSlots {
+        read,
+        conv: conv_slot,
+        offset,
+        writes,
+    } = request_slots(t_n, request, slots, slot_table, accepted);
 
     if read <= 0 {
         // Padding: CTA 0 zeroes the outputs; nothing else is written.

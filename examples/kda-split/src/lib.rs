@@ -13,6 +13,7 @@ pub mod kernel;
 pub mod reference;
 pub mod round;
 pub mod run;
+pub mod testing;
 pub mod tuned;
 pub mod validate;
 

@@ -33,16 +33,49 @@ pub struct Expected {
 }
 
 impl Expected {
-    /// Writes the results into `args` as the kernel would (row-major copies of
-    /// output, state and conv state), so the next step of a chain can run on them.
-    pub fn apply(&self, args: &mut KdaArgs) {
-        let replace = |t: &HostTensor, data: HostData| {
-            HostTensor::new(data, t.shape().to_vec())
-                .expect("expected results have the argument's shape")
+    /// The results before any request runs: `output_len` zero outputs (what
+    /// padding rows keep) and row-major copies of `state` (f32) and
+    /// `conv_state` (bf16), which unwritten slots keep.
+    pub fn initial(output_len: usize, state: &HostTensor, conv_state: &HostTensor) -> Self {
+        Self {
+            output: vec![bf16::ZERO; output_len],
+            output_f32: vec![0.0; output_len],
+            state: state
+                .to_contiguous()
+                .values()
+                .iter()
+                .map(|&v| v as f32) // exact: the values are f32
+                .collect(),
+            conv_state: conv_state
+                .to_contiguous()
+                .values()
+                .iter()
+                .map(|&v| bf16::from_f64(v)) // exact: the values are bf16
+                .collect(),
+        }
+    }
+
+    /// Writes the results into a launch's `output`, `state` and `conv_state`
+    /// as the kernel would (row-major copies of the same shapes), so the next
+    /// step of a chain can run on them.
+    pub fn write_back(
+        &self,
+        output: &mut HostTensor,
+        state: &mut HostTensor,
+        conv_state: &mut HostTensor,
+    ) {
+        let replace = |t: &mut HostTensor, data: HostData| {
+            *t = HostTensor::new(data, t.shape().to_vec())
+                .expect("expected results have the argument's shape");
         };
-        args.output = replace(&args.output, HostData::Bf16(self.output.clone()));
-        args.state = replace(&args.state, HostData::F32(self.state.clone()));
-        args.conv_state = replace(&args.conv_state, HostData::Bf16(self.conv_state.clone()));
+        replace(output, HostData::Bf16(self.output.clone()));
+        replace(state, HostData::F32(self.state.clone()));
+        replace(conv_state, HostData::Bf16(self.conv_state.clone()));
+    }
+
+    /// [`Expected::write_back`] into KdaSplit arguments.
+    pub fn apply(&self, args: &mut KdaArgs) {
+        self.write_back(&mut args.output, &mut args.state, &mut args.conv_state);
     }
 }
 
@@ -127,24 +160,7 @@ pub fn reference(
     }
     let (heads, dim, t) = (config.heads as usize, config.dim(), config.tokens as usize);
     let rows = args.rows();
-    let mut expected = Expected {
-        output: vec![bf16::ZERO; rows * dim],
-        output_f32: vec![0.0; rows * dim],
-        state: args
-            .state
-            .to_contiguous()
-            .values()
-            .iter()
-            .map(|&v| v as f32)
-            .collect(),
-        conv_state: args
-            .conv_state
-            .to_contiguous()
-            .values()
-            .iter()
-            .map(|&v| bf16::from_f64(v)) // exact: the values are bf16
-            .collect(),
-    };
+    let mut expected = Expected::initial(rows * dim, &args.state, &args.conv_state);
     for b in 0..args.requests() {
         let Request::Active {
             offset,
@@ -335,6 +351,18 @@ fn gated_rms_norm(o: &[f64; D], input: &TokenInputs, args: &KdaArgs) -> [f64; D]
     std::array::from_fn(|v| o[v] * rstd * args.norm_weight.get(&[v]) * input.gamma[v])
 }
 
-fn sigmoid(z: f64) -> f64 {
+/// `1 / (1 + e^-z)`.
+pub fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
+}
+
+/// `z · σ(z)`.
+pub fn silu(z: f64) -> f64 {
+    z * sigmoid(z)
+}
+
+/// `ln(1 + e^z)`, exact (no threshold: kernels that return `z` above 20
+/// differ by less than `ln(1 + e^-20) ≈ 2.1e-9`).
+pub fn softplus(z: f64) -> f64 {
+    z.max(0.0) + (-z.abs()).exp().ln_1p()
 }

@@ -25,7 +25,8 @@ pub enum RunError {
     Dtypes(#[from] kernel::UnsupportedDtypes),
 }
 
-fn scalar(d: DType) -> Scalar {
+/// The IR scalar type of a host dtype.
+pub fn scalar(d: DType) -> Scalar {
     match d {
         DType::Bf16 => Scalar::BF16,
         DType::F32 => Scalar::F32,
@@ -47,14 +48,19 @@ pub fn dtypes(args: &KdaArgs) -> Dtypes {
 /// The kernel for this configuration, specialised for these arguments'
 /// dtypes and strides (strides become constants; extents stay symbols).
 pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, RunError> {
-    let mut kernel = kernel::build(cfg, &dtypes(args))?;
-    let syms = bind_syms(&kernel, &shapes(args))?;
-    kernel.specialize_strides(&syms);
-    Ok(kernel)
+    let kernel = kernel::build(cfg, &dtypes(args))?;
+    Ok(specialize(kernel, &tensor_args(args))?.0)
 }
 
-fn shapes(args: &KdaArgs) -> Vec<TensorShape> {
-    tensor_args(args)
+/// The tensors in kernel parameter order (spec order, `accepted` last).
+pub fn tensor_args(args: &KdaArgs) -> Vec<&HostTensor> {
+    Arg::ALL.iter().filter_map(|&a| args.tensor(a)).collect()
+}
+
+/// Shapes and strides of the kernel's tensor arguments, as `bind_syms`
+/// takes them.
+pub fn tensor_shapes(tensors: &[&HostTensor]) -> Vec<TensorShape> {
+    tensors
         .iter()
         .map(|t| TensorShape {
             shape: t.shape().to_vec(),
@@ -63,9 +69,16 @@ fn shapes(args: &KdaArgs) -> Vec<TensorShape> {
         .collect()
 }
 
-/// The tensors in kernel parameter order (spec order, `accepted` last).
-pub fn tensor_args(args: &KdaArgs) -> Vec<&HostTensor> {
-    Arg::ALL.iter().filter_map(|&a| args.tensor(a)).collect()
+/// `kernel` specialised on the strides of `tensors` (its tensor arguments in
+/// order), with the symbol values of the specialised kernel.
+pub fn specialize(
+    mut kernel: Kernel,
+    tensors: &[&HostTensor],
+) -> Result<(Kernel, Vec<i64>), RuntimeError> {
+    let shapes = tensor_shapes(tensors);
+    kernel.specialize_strides(&bind_syms(&kernel, &shapes)?);
+    let syms = bind_syms(&kernel, &shapes)?;
+    Ok((kernel, syms))
 }
 
 fn storage_bytes(t: &HostTensor) -> Vec<u8> {
@@ -107,6 +120,92 @@ pub struct Prepared<D: Device> {
     pub buffers: Vec<D::Buffer>,
 }
 
+impl<D: Device> Prepared<D> {
+    /// Specialise `kernel` on `tensors` (its tensor arguments in order), load
+    /// it and upload each tensor's storage as it is (strides included), for
+    /// launches on `grid` with these scalars.
+    pub fn new(
+        dev: &D,
+        kernel: Kernel,
+        tensors: &[&HostTensor],
+        grid: [u32; 3],
+        scalars: Vec<ScalarArg>,
+    ) -> Result<Self, RuntimeError> {
+        let (kernel, syms) = specialize(kernel, tensors)?;
+        let module = dev.load(&kernel)?;
+        let buffers = tensors
+            .iter()
+            .map(|t| dev.upload(&storage_bytes(t)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let cfg = LaunchConfig {
+            grid,
+            pdl: true,
+            syms,
+            scalars,
+        };
+        Ok(Prepared {
+            kernel,
+            module,
+            cfg,
+            buffers,
+        })
+    }
+
+    pub fn launch(&self, dev: &D) -> Result<(), RuntimeError> {
+        let refs: Vec<&D::Buffer> = self.buffers.iter().collect();
+        dev.launch(&self.module, &self.cfg, &refs)
+    }
+
+    /// Tensor argument `index` (of `tensors`, as uploaded) read back as a
+    /// row-major copy.
+    pub fn read(
+        &self,
+        dev: &D,
+        tensors: &[&HostTensor],
+        index: usize,
+    ) -> Result<HostTensor, RuntimeError> {
+        let storage = dev.download(&self.buffers[index])?;
+        Ok(from_storage(tensors[index], &storage).to_contiguous())
+    }
+
+    /// The written tensors (output, state, conv state: their indices in
+    /// `tensors`) read back.
+    pub fn actual(
+        &self,
+        dev: &D,
+        tensors: &[&HostTensor],
+        [output, state, conv_state]: [usize; 3],
+    ) -> Result<Actual, RuntimeError> {
+        let bf = |t: HostTensor| match t.data() {
+            HostData::Bf16(v) => v.clone(),
+            _ => unreachable!("bf16 tensor"),
+        };
+        let f = |t: HostTensor| match t.data() {
+            HostData::F32(v) => v.clone(),
+            _ => unreachable!("f32 tensor"),
+        };
+        Ok(Actual {
+            output: bf(self.read(dev, tensors, output)?),
+            output_f32: None,
+            state: f(self.read(dev, tensors, state)?),
+            conv_state: bf(self.read(dev, tensors, conv_state)?),
+        })
+    }
+
+    /// Read back the tensors the kernel writes, as row-major copies.
+    pub fn results(&self, dev: &D, args: &KdaArgs) -> Result<Actual, RuntimeError> {
+        let position = |arg: Arg| {
+            Arg::ALL
+                .iter()
+                .filter(|a| args.tensor(**a).is_some())
+                .position(|&a| a == arg)
+                .unwrap()
+        };
+        let written = [Arg::Output, Arg::State, Arg::ConvState].map(position);
+        self.actual(dev, &tensor_args(args), written)
+    }
+}
+
 /// Validate, build, load and upload.
 pub fn prepare<D: Device>(
     dev: &D,
@@ -117,64 +216,20 @@ pub fn prepare<D: Device>(
     if !errors.is_empty() {
         return Err(RunError::Args(errors));
     }
-    let kernel = kernel_for(cfg, args)?;
-    let tensors = tensor_args(args);
-    let syms = bind_syms(&kernel, &shapes(args))?;
-    let module = dev.load(&kernel)?;
-    let buffers = tensors
-        .iter()
-        .map(|t| dev.upload(&storage_bytes(t)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let launch = LaunchConfig {
-        grid: [cfg.cluster(), cfg.heads, args.requests() as u32],
-        pdl: true,
-        syms,
-        scalars: vec![
-            ScalarArg::F32(args.lower_bound),
-            ScalarArg::F32(args.scale),
-            ScalarArg::F32(args.eps),
-        ],
-    };
-    Ok(Prepared {
+    let kernel = kernel::build(cfg, &dtypes(args))?;
+    let grid = [cfg.cluster(), cfg.heads, args.requests() as u32];
+    let scalars = vec![
+        ScalarArg::F32(args.lower_bound),
+        ScalarArg::F32(args.scale),
+        ScalarArg::F32(args.eps),
+    ];
+    Ok(Prepared::new(
+        dev,
         kernel,
-        module,
-        cfg: launch,
-        buffers,
-    })
-}
-
-impl<D: Device> Prepared<D> {
-    pub fn launch(&self, dev: &D) -> Result<(), RuntimeError> {
-        let refs: Vec<&D::Buffer> = self.buffers.iter().collect();
-        dev.launch(&self.module, &self.cfg, &refs)
-    }
-
-    /// Read back the tensors the kernel writes, as row-major copies.
-    pub fn results(&self, dev: &D, args: &KdaArgs) -> Result<Actual, RuntimeError> {
-        let tensors = tensor_args(args);
-        let read = |arg: Arg| -> Result<HostTensor, RuntimeError> {
-            let i = Arg::ALL
-                .iter()
-                .filter(|a| args.tensor(**a).is_some())
-                .position(|&a| a == arg)
-                .unwrap();
-            Ok(from_storage(tensors[i], &dev.download(&self.buffers[i])?).to_contiguous())
-        };
-        let bf = |t: HostTensor| match t.data() {
-            HostData::Bf16(v) => v.clone(),
-            _ => unreachable!("bf16 tensor"),
-        };
-        let f = |t: HostTensor| match t.data() {
-            HostData::F32(v) => v.clone(),
-            _ => unreachable!("f32 tensor"),
-        };
-        Ok(Actual {
-            output: bf(read(Arg::Output)?),
-            output_f32: None,
-            state: f(read(Arg::State)?),
-            conv_state: bf(read(Arg::ConvState)?),
-        })
-    }
+        &tensor_args(args),
+        grid,
+        scalars,
+    )?)
 }
 
 /// Validate, run once and read back.

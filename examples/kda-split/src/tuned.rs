@@ -313,24 +313,19 @@ impl TunedTable {
         pool().find(|p| p.batch == b)
     }
 
-    /// The tuned configuration of a launch: the first schedule of the nearest
-    /// point's preference list that `KdaConfig::new` accepts for this gate
-    /// mode and token count, else the seed's defaults. Errors are the seed
-    /// constructor's (with the default schedule).
-    pub fn lookup(
-        &self,
-        heads: u32,
-        batch: u32,
-        gate_mode: u32,
-        has_bias: bool,
-        tokens: u32,
-    ) -> Result<Tuned, ConfigError> {
-        let seed = KdaConfig::new(heads, batch, gate_mode, has_bias, &[0, 0, 0], tokens)?;
+    /// The tuned configuration of the launch `seed` describes (built with
+    /// the seed's default schedule): the first schedule of the nearest
+    /// point's preference list that `KdaConfig::new` accepts for its gate
+    /// mode and token count, else `seed` itself.
+    pub fn lookup(&self, seed: &KdaConfig) -> Tuned {
+        let seed = *seed;
+        let (heads, batch, tokens) = (seed.heads, seed.batch, seed.tokens);
+        let (gate_mode, has_bias) = (seed.gate_mode as u32, seed.has_bias);
         let Some(point) = self.nearest_point(heads, batch, tokens) else {
-            return Ok(Tuned {
+            return Tuned {
                 config: seed,
                 point: None,
-            });
+            };
         };
         let fit = |s: [u32; 5]| -> Option<KdaConfig> {
             let mut s = s;
@@ -343,7 +338,7 @@ impl TunedTable {
             }
             KdaConfig::new(heads, batch, gate_mode, has_bias, &s, tokens).ok()
         };
-        Ok(match point.preference().find_map(fit) {
+        match point.preference().find_map(fit) {
             Some(config) => Tuned {
                 config,
                 point: Some(point.clone()),
@@ -352,13 +347,14 @@ impl TunedTable {
                 config: seed,
                 point: None,
             },
-        })
+        }
     }
 
     /// [`TunedTable::lookup`] for gate mode 0 with bias: the schedule, or
     /// `None` where the seed's defaults stand.
     pub fn schedule(&self, heads: u32, batch: u32, tokens: u32) -> Option<[u32; 5]> {
-        let tuned = self.lookup(heads, batch, 0, true, tokens).ok()?;
+        let seed = KdaConfig::new(heads, batch, 0, true, &[0, 0, 0], tokens).ok()?;
+        let tuned = self.lookup(&seed);
         tuned.point.map(|_| tuned.config.schedule.raw())
     }
 }
@@ -384,6 +380,17 @@ impl Schedule {
 }
 
 impl KdaConfig {
+    /// The schedule with the seed's defaults applied: lanes and cluster
+    /// explicit (a raw zero resolves to what [`KdaConfig::lanes`] and
+    /// [`KdaConfig::cluster`] give).
+    pub fn resolved_schedule(&self) -> Schedule {
+        Schedule {
+            lanes: self.lanes(),
+            cluster: self.cluster(),
+            ..self.schedule
+        }
+    }
+
     /// `KdaConfig::new` with the schedule of the tuned table (the checked-in
     /// `tuned.json`) where one is valid for this gate mode and token count,
     /// else with the seed's defaults (schedule zeros).
@@ -394,15 +401,19 @@ impl KdaConfig {
         has_bias: bool,
         tokens: u32,
     ) -> Result<KdaConfig, ConfigError> {
-        TunedTable::builtin()
-            .lookup(heads, batch, gate_mode, has_bias, tokens)
-            .map(|t| t.config)
+        let seed = KdaConfig::new(heads, batch, gate_mode, has_bias, &[0, 0, 0], tokens)?;
+        Ok(TunedTable::builtin().lookup(&seed).config)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `t`'s lookup for a launch (bias on) of the seed's default schedule.
+    fn at(t: &TunedTable, heads: u32, batch: u32, mode: u32, tokens: u32) -> Tuned {
+        t.lookup(&KdaConfig::new(heads, batch, mode, true, &[0, 0, 0], tokens).unwrap())
+    }
 
     fn point(heads: u32, batch: u32, tokens: u32, measured: &[([u32; 5], f64)]) -> TunedPoint {
         TunedPoint {
@@ -549,27 +560,34 @@ mod tests {
             points: vec![point(12, 64, 1, &[([3, 16, 0, 2, 0], 32.0)])],
         };
         assert_eq!(only_staged.schedule(12, 64, 2), None);
-        let tuned = only_staged.lookup(12, 64, 1, false, 2).unwrap();
+        let tuned = at(&only_staged, 12, 64, 1, 2);
         assert_eq!(tuned.point, None);
         assert_eq!(
             tuned.config,
-            KdaConfig::new(12, 64, 1, false, &[0, 0, 0], 2).unwrap()
+            KdaConfig::new(12, 64, 1, true, &[0, 0, 0], 2).unwrap()
         );
         // An empty table: the seed's defaults everywhere.
         assert_eq!(TunedTable::default().schedule(12, 64, 1), None);
-        // The seed constructor's errors come through.
+        assert_eq!(at(&TunedTable::default(), 12, 64, 0, 1).point, None);
+        // `KdaConfig::tuned`: the seed constructor's errors come through.
+        assert_eq!(t.schedule(12, 64, 9), None);
         assert_eq!(
-            t.lookup(12, 64, 0, true, 9).unwrap_err(),
+            KdaConfig::tuned(12, 64, 0, true, 9).unwrap_err(),
             ConfigError::Tokens { tokens: 9 }
         );
         assert_eq!(
-            t.lookup(12, 64, 3, true, 1).unwrap_err(),
+            KdaConfig::tuned(12, 64, 3, true, 1).unwrap_err(),
             ConfigError::GateMode { mode: 3 }
         );
         assert_eq!(
-            t.lookup(0, 64, 0, true, 1).unwrap_err(),
+            KdaConfig::tuned(0, 64, 0, true, 1).unwrap_err(),
             ConfigError::NoHeads
         );
+        // Mode 2 at T > 1 is the seed's error, tuned or not.
+        assert!(matches!(
+            KdaConfig::tuned(12, 64, 2, true, 2).unwrap_err(),
+            ConfigError::TokensSchedule { .. }
+        ));
     }
 
     #[test]
@@ -577,31 +595,33 @@ mod tests {
         let t = table();
         // Batch 64 (default cluster 4): the seed's explicit [0,16,0,4,0] is
         // the first early-0 entry at cluster 4; written with cluster 0.
-        let c = t.lookup(12, 64, 2, true, 1).unwrap();
+        let c = at(&t, 12, 64, 2, 1);
         assert_eq!(c.config.schedule.raw(), [0, 16, 0, 0, 0]);
         assert_eq!((c.config.cluster(), c.config.lanes()), (4, 16));
         assert!(c.point.is_some());
         // Batch 1 (default cluster 8): [0,8,0,8,0] -> [0,8,0,0,0].
-        let c = t.lookup(12, 1, 2, true, 1).unwrap();
+        let c = at(&t, 12, 1, 2, 1);
         assert_eq!(c.config.schedule.raw(), [0, 8, 0, 0, 0]);
-        // Mode 2 at T > 1 is the seed's error, tuned or not.
-        assert!(matches!(
-            t.lookup(12, 64, 2, true, 2).unwrap_err(),
-            ConfigError::TokensSchedule { .. }
-        ));
         // Modes 0 and 1 take the chosen schedule.
-        let c = t.lookup(12, 64, 1, true, 1).unwrap();
+        let c = at(&t, 12, 64, 1, 1);
         assert_eq!(c.config.schedule.raw(), [3, 16, 0, 2, 0]);
         assert_eq!(c.config.gate_mode, GateMode::MmaChains);
+    }
+
+    #[test]
+    fn the_resolved_schedule_makes_lanes_and_cluster_explicit() {
+        let c = KdaConfig::new(12, 1, 0, true, &[2, 0, 0, 0, 1], 1).unwrap();
+        assert_eq!(c.resolved_schedule().raw(), [2, 8, 0, 8, 1]);
+        let c = KdaConfig::new(12, 64, 0, true, &[0, 0, 3], 1).unwrap();
+        assert_eq!(c.resolved_schedule().raw(), [0, 16, 3, 4, 0]);
+        assert_eq!(c.schedule.raw(), [0, 0, 3, 0, 0]);
     }
 
     #[test]
     fn kda_config_tuned_uses_the_checked_in_table() {
         for (heads, batch, mode, tokens) in [(12, 64, 0, 1), (6, 3, 1, 4), (32, 512, 2, 1)] {
             let c = KdaConfig::tuned(heads, batch, mode, true, tokens).unwrap();
-            let t = TunedTable::builtin()
-                .lookup(heads, batch, mode, true, tokens)
-                .unwrap();
+            let t = at(TunedTable::builtin(), heads, batch, mode, tokens);
             assert_eq!(c, t.config);
             assert_eq!((c.heads, c.batch, c.tokens), (heads, batch, tokens));
             assert_eq!(c.gate_mode as u32, mode);

@@ -141,18 +141,21 @@ pub enum ArgError {
 
 /// All contract violations of `args` for `config`; empty means the launch is valid.
 pub fn validate(config: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
-    let mut errors = validate_layout(config, args);
-    if errors.is_empty() {
-        check_slots(config, args, &mut errors);
-    }
-    errors
+    with_slot_table(
+        validate_layout(config, args),
+        config.tokens,
+        &args.slots,
+        args.accepted.as_ref(),
+        &args.state,
+        &args.conv_state,
+    )
 }
 
 /// Dtype, shape and stride checks only: what is needed before any element may
 /// be indexed. Case files are read with this (their slot values are checked at
 /// launch), so deliberately invalid slot tables can still be stored.
 pub fn validate_layout(config: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
-    let mut c = Checker::default();
+    let mut c = Checker::<Arg, ArgError>::new();
     let h = config.heads as usize;
     let dim = config.dim();
     let t = config.tokens as usize;
@@ -197,12 +200,13 @@ pub fn validate_layout(config: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
     c.check(Arg::Gate, &args.gate, vec![rows, Dim::Eq(dim)]);
     c.check(Arg::NormWeight, &args.norm_weight, vec![d]);
     c.check(Arg::FBWeight, &args.f_b_weight, vec![Dim::Eq(dim), d]);
-    match (&args.accepted, t > 1) {
-        (Some(accepted), true) => c.check(Arg::Accepted, accepted, vec![Dim::Eq(b)]),
-        (None, true) => c.errors.push(ArgError::MissingAccepted),
-        (Some(_), false) => c.errors.push(ArgError::UnexpectedAccepted),
-        (None, false) => {}
-    }
+    c.optional(
+        Arg::Accepted,
+        args.accepted.as_ref(),
+        t > 1,
+        "when tokens > 1",
+        vec![Dim::Eq(b)],
+    );
 
     // Vector loads: bf16x8 / f32x4 need a unit inner stride and 16-byte rows.
     c.vector_rows(Arg::RawGate, &args.raw_gate, 8);
@@ -217,38 +221,41 @@ pub fn validate_layout(config: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
             ),
         );
     }
-    // Slot page bases are 64-bit, offsets inside a page 32-bit.
-    c.page_offsets(Arg::State, &args.state);
-    c.page_offsets(Arg::ConvState, &args.conv_state);
-    for (arg, tensor) in [
+    c.slot_caches(
         (Arg::Output, &args.output),
         (Arg::State, &args.state),
         (Arg::ConvState, &args.conv_state),
-    ] {
-        if !tensor.is_non_overlapping() {
-            c.layout(
-                arg,
-                format!(
-                    "strides {:?} make elements overlap; the kernel writes this tensor",
-                    tensor.strides()
-                ),
-            );
-        }
-    }
-    c.errors
+    );
+    c.finish()
 }
 
-/// Slot-table and `accepted` values (§4.2–4.5). Needs well-formed `slots`,
-/// `accepted`, `state` and `conv_state`.
-fn check_slots(config: &KdaConfig, args: &KdaArgs, errors: &mut Vec<ArgError>) {
-    let table = check_slot_table(
-        config.tokens,
-        &args.slots,
-        args.accepted.as_ref(),
-        args.state.shape()[0],
-        args.conv_state.shape()[0],
-    );
-    errors.extend(table.into_iter().map(ArgError::from));
+impl TensorArg for Arg {
+    fn dtypes(self) -> &'static [DType] {
+        Arg::dtypes(self)
+    }
+}
+
+impl From<LayoutIssue<Arg>> for ArgError {
+    fn from(issue: LayoutIssue<Arg>) -> Self {
+        match issue {
+            LayoutIssue::Dtype { arg, found } => Self::Dtype { arg, found },
+            LayoutIssue::Shape {
+                arg,
+                found,
+                expected,
+                why,
+            } => Self::Shape {
+                arg,
+                found,
+                expected,
+                why,
+            },
+            LayoutIssue::Layout { arg, reason } => Self::Layout { arg, reason },
+            // `accepted` is the only optional argument.
+            LayoutIssue::Missing { .. } => Self::MissingAccepted,
+            LayoutIssue::Unexpected { .. } => Self::UnexpectedAccepted,
+        }
+    }
 }
 
 /// The per-slot tensor a slot entry indexes.
@@ -463,22 +470,90 @@ fn in_range(
     }
 }
 
-/// Collects layout errors and remembers which arguments are well-formed enough
-/// for later checks to index.
-#[derive(Default)]
-struct Checker {
-    errors: Vec<ArgError>,
-    bad: Vec<Arg>,
+/// An argument enum whose tensors the shared [`Checker`] checks: every
+/// kernel's `Arg` (KdaSplit, GDN, Mamba-2) names its tensors and their dtypes.
+pub trait TensorArg: Copy + PartialEq {
+    /// Dtypes the kernel accepts for the argument.
+    fn dtypes(self) -> &'static [DType];
 }
 
-impl Checker {
-    fn check(&mut self, arg: Arg, t: &HostTensor, dims: Vec<Dim>) {
+/// A dtype, shape, presence or layout problem found by [`Checker`]; each
+/// kernel converts it into its own `ArgError`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LayoutIssue<A> {
+    Dtype {
+        arg: A,
+        found: DType,
+    },
+    Shape {
+        arg: A,
+        found: Vec<usize>,
+        expected: ShapePattern,
+        /// Extra context, e.g. where a row count comes from; may be empty.
+        why: String,
+    },
+    Layout {
+        arg: A,
+        reason: String,
+    },
+    /// An optional argument its config requires is absent; `why` is the
+    /// condition, e.g. `"when has_bias"`.
+    Missing {
+        arg: A,
+        why: &'static str,
+    },
+    /// An optional argument is passed although its condition is off.
+    Unexpected {
+        arg: A,
+        why: &'static str,
+    },
+}
+
+/// Collects layout errors (as the kernel's error type `E`) and remembers which
+/// arguments are well-formed enough for later checks to index. Shared by every
+/// kernel with KdaSplit's host tensors.
+pub struct Checker<A, E> {
+    errors: Vec<E>,
+    bad: Vec<A>,
+}
+
+impl<A, E> Default for Checker<A, E> {
+    fn default() -> Self {
+        Self {
+            errors: Vec::new(),
+            bad: Vec::new(),
+        }
+    }
+}
+
+impl<A: TensorArg, E: From<LayoutIssue<A>>> Checker<A, E> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The errors collected so far, in check order.
+    pub fn finish(self) -> Vec<E> {
+        self.errors
+    }
+
+    /// Records an error of the kernel's own kind (e.g. a scalar check).
+    pub fn push(&mut self, error: E) {
+        self.errors.push(error);
+    }
+
+    fn issue(&mut self, issue: LayoutIssue<A>) {
+        self.errors.push(issue.into());
+    }
+
+    /// Dtype against `arg.dtypes()` and shape against `dims`.
+    pub fn check(&mut self, arg: A, t: &HostTensor, dims: Vec<Dim>) {
         self.check_with(arg, t, dims, String::new());
     }
 
-    fn check_with(&mut self, arg: Arg, t: &HostTensor, dims: Vec<Dim>, why: String) {
+    /// [`Checker::check`] with extra context for a shape mismatch.
+    pub fn check_with(&mut self, arg: A, t: &HostTensor, dims: Vec<Dim>, why: String) {
         if !arg.dtypes().contains(&t.dtype()) {
-            self.errors.push(ArgError::Dtype {
+            self.issue(LayoutIssue::Dtype {
                 arg,
                 found: t.dtype(),
             });
@@ -486,7 +561,7 @@ impl Checker {
         }
         let expected = ShapePattern(dims);
         if !expected.matches(t.shape()) {
-            self.errors.push(ArgError::Shape {
+            self.issue(LayoutIssue::Shape {
                 arg,
                 found: t.shape().to_vec(),
                 expected,
@@ -496,18 +571,37 @@ impl Checker {
         }
     }
 
-    fn well_formed(&self, arg: Arg) -> bool {
+    /// An argument passed exactly when `on`; `why` names the condition.
+    pub fn optional(
+        &mut self,
+        arg: A,
+        t: Option<&HostTensor>,
+        on: bool,
+        why: &'static str,
+        dims: Vec<Dim>,
+    ) {
+        match (t, on) {
+            (Some(t), true) => self.check(arg, t, dims),
+            (None, true) => self.issue(LayoutIssue::Missing { arg, why }),
+            (Some(_), false) => self.issue(LayoutIssue::Unexpected { arg, why }),
+            (None, false) => {}
+        }
+    }
+
+    /// No dtype, shape or layout error has been recorded for `arg`.
+    pub fn well_formed(&self, arg: A) -> bool {
         !self.bad.contains(&arg)
     }
 
-    fn layout(&mut self, arg: Arg, reason: String) {
-        self.errors.push(ArgError::Layout { arg, reason });
+    /// Records a layout error and marks `arg` as not indexable.
+    pub fn layout(&mut self, arg: A, reason: String) {
+        self.issue(LayoutIssue::Layout { arg, reason });
         self.bad.push(arg);
     }
 
     /// Inner stride 1 and 16-byte aligned rows (`per_16_bytes` elements) for
     /// the kernel's vector loads. Strides of extent-1 dimensions are never used.
-    fn vector_rows(&mut self, arg: Arg, t: &HostTensor, per_16_bytes: usize) {
+    pub fn vector_rows(&mut self, arg: A, t: &HostTensor, per_16_bytes: usize) {
         if !self.well_formed(arg) {
             return;
         }
@@ -531,7 +625,9 @@ impl Checker {
         }
     }
 
-    fn page_offsets(&mut self, arg: Arg, t: &HostTensor) {
+    /// Slot page bases are 64-bit, offsets inside a slot (dimensions 1..)
+    /// 32-bit.
+    pub fn page_offsets(&mut self, arg: A, t: &HostTensor) {
         if !self.well_formed(arg) {
             return;
         }
@@ -548,6 +644,62 @@ impl Checker {
             );
         }
     }
+
+    /// A tensor the kernel writes must not overlap itself.
+    pub fn non_overlapping(&mut self, arg: A, t: &HostTensor) {
+        if !t.is_non_overlapping() {
+            self.layout(
+                arg,
+                format!(
+                    "strides {:?} make elements overlap; the kernel writes this tensor",
+                    t.strides()
+                ),
+            );
+        }
+    }
+
+    /// The slot caches' common rules: `state` rows moved as f32x4 vectors,
+    /// 32-bit in-slot offsets for `state` and `conv_state`, and `output`,
+    /// `state`, `conv_state` (each `(arg, tensor)`) free of self-overlap.
+    pub fn slot_caches(
+        &mut self,
+        output: (A, &HostTensor),
+        state: (A, &HostTensor),
+        conv_state: (A, &HostTensor),
+    ) {
+        self.vector_rows(state.0, state.1, 4);
+        self.page_offsets(state.0, state.1);
+        self.page_offsets(conv_state.0, conv_state.1);
+        for (arg, tensor) in [output, state, conv_state] {
+            self.non_overlapping(arg, tensor);
+        }
+    }
+}
+
+/// `layout_errors`, or, if there are none, the slot-table violations
+/// ([`check_slot_table`]) of `slots` / `accepted` against the slot counts of
+/// `state` and `conv_state`: the second stage of every kernel's `validate`.
+pub fn with_slot_table<E: From<SlotError>>(
+    layout_errors: Vec<E>,
+    tokens: u32,
+    slots: &HostTensor,
+    accepted: Option<&HostTensor>,
+    state: &HostTensor,
+    conv_state: &HostTensor,
+) -> Vec<E> {
+    if !layout_errors.is_empty() {
+        return layout_errors;
+    }
+    check_slot_table(
+        tokens,
+        slots,
+        accepted,
+        state.shape()[0],
+        conv_state.shape()[0],
+    )
+    .into_iter()
+    .map(E::from)
+    .collect()
 }
 
 #[cfg(test)]

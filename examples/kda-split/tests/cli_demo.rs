@@ -114,10 +114,18 @@ fn cuda_without_a_gpu_is_an_error_not_a_fallback() {
 
 #[test]
 fn the_schedule_is_the_tuned_one_unless_seed_or_numbers_are_given() {
+    // Heads 2, batch 3 on the simulator, with `extra` flags.
+    let demo = |extra: &[&str]| {
+        let mut args = vec!["--device", "sim", "--heads", "2", "--batch", "3"];
+        args.extend(extra);
+        let out = kda_split(&args).expect_ok();
+        assert!(out.stdout.contains("all 5 checks passed"), "{out}");
+        out
+    };
     let table = kda_split::TunedTable::builtin();
     let tuned = kda_split::KdaConfig::tuned(2, 3, 0, true, 1).unwrap();
     let raw = tuned.schedule.raw().map(|x| x.to_string()).join(",");
-    let out = kda_split(&["--device", "sim", "--heads", "2", "--batch", "3"]).expect_ok();
+    let out = demo(&[]);
     assert!(
         out.stdout.contains(&format!(
             "heads 2, batch 3, tokens 1, gate mode 0, bias on; schedule [{raw}]"
@@ -130,34 +138,12 @@ fn the_schedule_is_the_tuned_one_unless_seed_or_numbers_are_given() {
             .contains(&format!("schedule auto: tuned at {point} on ")),
         "{out}"
     );
-    assert!(out.stdout.contains("all 5 checks passed"), "{out}");
     // `seed`: the seed's defaults, no note.
-    let out = kda_split(&[
-        "--device",
-        "sim",
-        "--heads",
-        "2",
-        "--batch",
-        "3",
-        "--schedule",
-        "seed",
-    ])
-    .expect_ok();
+    let out = demo(&["--schedule", "seed"]);
     assert!(out.stdout.contains("schedule [0,0,0,0,0]"), "{out}");
     assert!(!out.stdout.contains("schedule auto"), "{out}");
     // Gate mode 2 takes only what its constraints allow (early 0, the
     // default cluster): still a valid configuration, and it runs.
-    let out = kda_split(&[
-        "--device",
-        "sim",
-        "--heads",
-        "2",
-        "--batch",
-        "3",
-        "--gate-mode",
-        "2",
-    ])
-    .expect_ok();
+    let out = demo(&["--gate-mode", "2"]);
     assert!(out.stdout.contains("gate mode 2"), "{out}");
-    assert!(out.stdout.contains("all 5 checks passed"), "{out}");
 }

@@ -5,6 +5,10 @@ use half::bf16;
 use kda_split::compare::{Measure, STATE_LIMIT};
 use kda_split::generator::OUTPUT_SENTINEL;
 use kda_split::reference::raw_gate;
+use kda_split::reference::{sigmoid, silu};
+use kda_split::testing::{
+    assert_request_rows, assert_slots_written, bf16s, close, conv_width, rel_error_f32, select_rows,
+};
 use kda_split::{
     Actual, GateInputs, GenOptions, HostData, HostTensor, KdaArgs, KdaConfig, RawGateOrder,
     Request, compare, generate, reference, resolve,
@@ -14,18 +18,6 @@ const D: usize = 128;
 
 fn config(heads: u32, batch: u32, has_bias: bool, tokens: u32) -> KdaConfig {
     KdaConfig::new(heads, batch, 0, has_bias, &[0, 0, 0], tokens).unwrap()
-}
-
-fn bf16s(values: impl IntoIterator<Item = f64>) -> Vec<bf16> {
-    values.into_iter().map(bf16::from_f64).collect()
-}
-
-fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
-}
-
-fn silu(z: f64) -> f64 {
-    z * sigmoid(z)
 }
 
 /// One head, one request, T = 1, slot 1 of 2. Conv weights pick the current
@@ -82,10 +74,6 @@ fn tiny() -> KdaArgs {
         ),
         accepted: None,
     }
-}
-
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs().max(1e-30)
 }
 
 #[test]
@@ -169,26 +157,6 @@ fn bias_and_the_oldest_conv_tap_enter_the_conv() {
     assert_ne!(run(&with_tap(0), false), plain);
 }
 
-/// Rows `rows` of a row-major 2-D tensor.
-fn select_rows(t: &HostTensor, rows: &[usize]) -> HostTensor {
-    let width = t.shape()[1];
-    let values = t.to_contiguous().values();
-    let picked = rows
-        .iter()
-        .flat_map(|&r| values[r * width..(r + 1) * width].iter().copied());
-    let shape = vec![rows.len(), width];
-    match t.dtype() {
-        kda_split::DType::Bf16 => HostTensor::new(bf16s(picked), shape),
-        kda_split::DType::F32 => {
-            HostTensor::new(picked.map(|v| v as f32).collect::<Vec<_>>(), shape)
-        }
-        kda_split::DType::I32 => {
-            HostTensor::new(picked.map(|v| v as i32).collect::<Vec<_>>(), shape)
-        }
-    }
-    .unwrap()
-}
-
 /// The launch of `base` restricted to token rows `rows` of its single request.
 fn with_rows(base: &KdaArgs, rows: &[usize], slots: HostTensor, accepted: Option<i32>) -> KdaArgs {
     let n = rows.len();
@@ -205,25 +173,6 @@ fn with_rows(base: &KdaArgs, rows: &[usize], slots: HostTensor, accepted: Option
     args.slots = slots;
     args.accepted = accepted.map(|a| HostTensor::new(vec![a], vec![1]).unwrap());
     args
-}
-
-/// Conv buffer of `width` columns whose first three are `base`'s.
-fn conv_width(base: &HostTensor, width: usize) -> HostTensor {
-    let (slots, channels, old) = (base.shape()[0], base.shape()[1], base.shape()[2]);
-    let values = base.to_contiguous().values();
-    let mut out = vec![0.0; slots * channels * width];
-    for i in 0..slots * channels {
-        for j in 0..old.min(width) {
-            out[i * width + j] = values[i * old + j];
-        }
-    }
-    HostTensor::new(bf16s(out), vec![slots, channels, width]).unwrap()
-}
-
-fn rel(a: &[f32], b: &[f32]) -> f64 {
-    let a: Vec<f64> = a.iter().map(|&v| f64::from(v)).collect();
-    let b: Vec<f64> = b.iter().map(|&v| f64::from(v)).collect();
-    kda_split::compare::rel_error(&a, &b)
 }
 
 #[test]
@@ -287,16 +236,16 @@ fn two_chained_verify_steps_equal_a_single_token_stream() {
         // f64 throughout; the stream only adds f32 roundings of the state
         // between tokens.
         assert!(
-            rel(&verify, &outputs) < 1e-6,
+            rel_error_f32(&verify, &outputs) < 1e-6,
             "accepted {accepted}: {}",
-            rel(&verify, &outputs)
+            rel_error_f32(&verify, &outputs)
         );
         // The stream's state is in s0; the verify step's last token wrote s1.
         let page = 2 * D * D;
         let stream_state = &last.state.values()[s0 as usize * page..(s0 as usize + 1) * page];
         let stream_state: Vec<f32> = stream_state.iter().map(|&v| v as f32).collect();
         let verify_state = &e2.state[s1 as usize * page..(s1 as usize + 1) * page];
-        assert!(rel(verify_state, &stream_state) < 1e-6);
+        assert!(rel_error_f32(verify_state, &stream_state) < 1e-6);
         // Conv: a next step accepting both tokens reads columns 1..3, which
         // must hold the stream's last three inputs.
         let (channels, stream_conv) = (6 * D, last.conv_state.values());
@@ -322,38 +271,20 @@ fn padding_requests_write_zero_outputs_and_nothing_else() {
         let mut padding = 0;
         for b in 0..6 {
             let rows = &e.output[b * t * dim..(b + 1) * t * dim];
-            match resolve(tokens, &args, b) {
-                Request::Padding => {
-                    padding += 1;
-                    assert!(rows.iter().all(|v| v.to_bits() == 0));
+            let request = resolve(tokens, &args, b);
+            assert_request_rows(rows, request == Request::Padding);
+            if let Request::Active { conv, writes, .. } = request {
+                conv_written[conv] = true;
+                for w in writes.into_iter().flatten() {
+                    written[w] = true;
                 }
-                Request::Active { conv, writes, .. } => {
-                    assert!(
-                        rows.iter()
-                            .all(|v| v.to_f64() != f64::from(OUTPUT_SENTINEL))
-                    );
-                    conv_written[conv] = true;
-                    for w in writes.into_iter().flatten() {
-                        written[w] = true;
-                    }
-                }
+            } else {
+                padding += 1;
             }
         }
         assert!((1..6).contains(&padding), "seed gives a mix: {padding}");
-        let page = 2 * D * D;
-        let state = args.state.values();
-        let conv_page = 6 * D * args.conv_state.shape()[2];
-        let conv = args.conv_state.values();
-        for slot in 0..written.len() {
-            let after = &e.state[slot * page..(slot + 1) * page];
-            let before = &state[slot * page..(slot + 1) * page];
-            let same = after.iter().zip(before).all(|(a, b)| f64::from(*a) == *b);
-            assert_eq!(same, !written[slot], "slot {slot}");
-            let after = &e.conv_state[slot * conv_page..(slot + 1) * conv_page];
-            let before = &conv[slot * conv_page..(slot + 1) * conv_page];
-            let same = after.iter().zip(before).all(|(a, b)| a.to_f64() == *b);
-            assert_eq!(same, !conv_written[slot], "conv slot {slot}");
-        }
+        let conv = Some(&conv_written[..]);
+        assert_slots_written(&e, &args.state, &args.conv_state, &written, conv);
     }
 }
 
@@ -377,12 +308,10 @@ fn write_holes_compute_outputs_but_store_nothing() {
         }
     }
     assert!(holes > 0);
-    let page = D * D;
-    let state = args.state.values();
-    for slot in 0..args.state.shape()[0] {
-        let same = (0..page).all(|i| f64::from(e.state[slot * page + i]) == state[slot * page + i]);
-        assert_eq!(same, !stored.contains(&slot), "slot {slot}");
-    }
+    let written: Vec<bool> = (0..args.state.shape()[0])
+        .map(|slot| stored.contains(&slot))
+        .collect();
+    assert_slots_written(&e, &args.state, &args.conv_state, &written, None);
 }
 
 #[test]
@@ -414,12 +343,7 @@ fn compare_accepts_the_reference_and_catches_damage() {
     let args = generate(&GenOptions::new(2, 4, 2).seed(8));
     let c = config(2, 4, true, 2);
     let e = reference(&c, &args, RawGateOrder::Exact).unwrap();
-    let actual = Actual {
-        output: e.output.clone(),
-        output_f32: Some(e.output_f32.clone()),
-        state: e.state.clone(),
-        conv_state: e.conv_state.clone(),
-    };
+    let actual = Actual::exact(&e);
     let report = compare(&c, &args, &actual, &e);
     assert!(report.passed(), "{report}");
     match report.check("output").unwrap().measure {
@@ -438,12 +362,7 @@ fn compare_accepts_the_reference_and_catches_damage() {
     bad.state[0] += 1e-3;
     let report = compare(&c, &args, &bad, &e);
     assert!(!report.passed());
-    let failed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| c.name)
-        .collect();
+    let failed = report.failed();
     assert_eq!(
         failed,
         ["output", "state (unwritten)", "conv_state"],
@@ -459,11 +378,6 @@ fn compare_accepts_the_reference_and_catches_damage() {
         *v *= 1.0 + 2.0 * STATE_LIMIT as f32;
     }
     let report = compare(&c, &args, &drift, &e);
-    let failed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| c.name)
-        .collect();
+    let failed = report.failed();
     assert!(failed.contains(&"state (written)"), "{report}");
 }

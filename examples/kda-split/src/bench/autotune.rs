@@ -15,10 +15,10 @@
 //!    the point's schedule unless it beats the seed's defaults by less than
 //!    `--min-gain` (1 %): then the seed's defaults stay.
 //!
-//! Pruned before timing (ptxas `-v`, sm_90a, heads 12 and 32 at batch 64:
-//! every such schedule spills or idles threads):
+//! Pruned before timing (evidence: `kda-split info`, ptxas 12.9 `-v`,
+//! sm_90a, heads 12 and 32 at batch 64):
 //! - cluster 1 below early 3: one CTA holds all 128 state rows of a head;
-//!   ptxas reports 255 registers and spills for them;
+//!   ptxas gives every such schedule 255 registers, most of them spilling;
 //! - lanes < cluster: `128 / lanes` row groups for `128 / cluster` rows, so
 //!   some threads have no row.
 //!
@@ -39,7 +39,9 @@ use serde_json::{Map, Value, json};
 use super::gpu::Budget;
 use super::report::{Candidate, Outcome, Resolved, Row};
 use super::workload::Point;
-use super::{Options as BenchOptions, Sweep, measure_point, named, open_gpu, parse_list, product};
+use super::{
+    NAMED, Options as BenchOptions, Sweep, measure_point, named, open_gpu, parse_list, product,
+};
 use crate::config::KdaConfig;
 use crate::tuned::{Measured, TunedPoint, TunedTable};
 
@@ -85,7 +87,7 @@ pub const DEFAULT_OUT: &str = "examples/kda-split/tuned.json";
 
 /// Why schedules are left out before timing (see the module doc).
 pub const PRUNE_RULES: [&str; 2] = [
-    "cluster 1 below early 3 (all 128 rows of a head in one CTA: ptxas spills)",
+    "cluster 1 below early 3 (all 128 rows of a head in one CTA: 255 registers, mostly spilling)",
     "lanes < cluster (128/lanes row groups for 128/cluster rows: idle threads)",
 ];
 
@@ -260,7 +262,7 @@ pub fn space(opts: &Options, point: &Point) -> Space {
                 return;
             }
         };
-        let resolved = Resolved::of(&cfg);
+        let resolved = cfg.resolved_schedule();
         if seen.contains(&resolved) {
             return;
         }
@@ -277,17 +279,7 @@ pub fn space(opts: &Options, point: &Point) -> Space {
         });
     };
     push(Some("seed"), &[0, 0, 0], false, &mut out);
-    let names = [
-        "e1",
-        "e1-l8",
-        "e1-l16",
-        "e2",
-        "e2-c2",
-        "e2-c4",
-        "e2-c2-evict",
-        "e3-c2",
-    ];
-    let extras = names
+    let extras = NAMED
         .iter()
         .filter(|n| opts.evict || !n.ends_with("evict"))
         .map(|n| named(n).expect("named"))
@@ -618,15 +610,23 @@ pub fn run(
             .and_then(|r| r.resolved);
         let mut ranked = searched.clone();
         ranked.sort_by(|a, b| a.us_per_step.total_cmp(&b.us_per_step));
+        let seed = seed.map(|s| s.raw());
+        let label = |s: &[u32; 5]| {
+            if Some(*s) == seed {
+                "seed".to_string()
+            } else {
+                text(s)
+            }
+        };
         let mut finals: Vec<Candidate> = ranked
             .iter()
             .take(opts.top)
-            .map(|m| Candidate::new(&text(&m.schedule), &m.schedule))
+            .map(|m| Candidate::new(&label(&m.schedule), &m.schedule))
             .collect();
         if let Some(seed) = seed
-            && !finals.iter().any(|c| c.raw == seed.raw())
+            && !finals.iter().any(|c| c.raw == seed)
         {
-            finals.push(Candidate::new("seed", &seed.raw()));
+            finals.push(Candidate::new("seed", &seed));
         }
         println!(
             "    searched {} of {} schedules in {:.1} s ({} pruned{}{}); finalists:",
@@ -666,7 +666,7 @@ pub fn run(
             "seconds".into(),
             json!((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0),
         );
-        let seed = seed.map_or([u32::MAX; 5], |s| s.raw());
+        let seed = seed.unwrap_or([u32::MAX; 5]);
         match tuned_point(&point, seed, measured, opts.min_gain, notes) {
             Some(p) => {
                 println!(

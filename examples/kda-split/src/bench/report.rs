@@ -40,38 +40,9 @@ impl Candidate {
     }
 }
 
-/// The schedule a configuration resolves to (defaults applied).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Resolved {
-    pub early: u8,
-    pub lanes: u32,
-    pub occupancy: u32,
-    pub cluster: u32,
-    pub evict: bool,
-}
-
-impl Resolved {
-    /// `[early, lanes, occupancy, cluster, evict]`, every value explicit.
-    pub fn raw(&self) -> [u32; 5] {
-        [
-            self.early as u32,
-            self.lanes,
-            self.occupancy,
-            self.cluster,
-            u32::from(self.evict),
-        ]
-    }
-
-    pub fn of(cfg: &KdaConfig) -> Resolved {
-        Resolved {
-            early: cfg.schedule.early,
-            lanes: cfg.lanes(),
-            occupancy: cfg.schedule.occupancy,
-            cluster: cfg.cluster(),
-            evict: cfg.schedule.evict,
-        }
-    }
-}
+/// The schedule a configuration resolves to (defaults applied, every value
+/// explicit): `KdaConfig::resolved_schedule`.
+pub type Resolved = crate::config::Schedule;
 
 #[derive(Clone, Debug)]
 pub enum Outcome {

@@ -8,6 +8,7 @@ use std::time::Instant;
 use clap::Args;
 use kda_ir::pipeline::{self, Options};
 use kda_ir::ptxas::{self, PtxasError};
+use kda_split::KdaConfig;
 
 use super::options::{BiasArgs, Schedule, fmt_duration, label, parse_schedule};
 use super::ptx::kernel;
@@ -64,7 +65,8 @@ pub fn info(a: &InfoArgs) -> CliResult {
                             u8::from(bias),
                             schedule.text()
                         );
-                        let cfg = schedule.config(heads, batch, mode, bias, tokens);
+                        let cfg = schedule
+                            .config(|raw| KdaConfig::new(heads, batch, mode, bias, raw, tokens));
                         configs.push((name, cfg));
                     }
                 }

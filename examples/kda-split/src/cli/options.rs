@@ -44,13 +44,16 @@ impl ConfigArgs {
     /// The validated configuration, or exit 2 with the constructor's error.
     pub fn config(&self) -> Result<KdaConfig, Failure> {
         self.schedule
-            .config(
-                self.heads,
-                self.batch,
-                self.gate_mode,
-                self.bias.has_bias(),
-                self.tokens,
-            )
+            .config(|raw| {
+                KdaConfig::new(
+                    self.heads,
+                    self.batch,
+                    self.gate_mode,
+                    self.bias.has_bias(),
+                    raw,
+                    self.tokens,
+                )
+            })
             .map_err(|e| Failure::config(&e))
     }
 }
@@ -81,18 +84,16 @@ pub enum Schedule {
 }
 
 impl Schedule {
-    /// `KdaConfig::tuned` for `auto`, else `KdaConfig::new` with the entries.
+    /// The configuration `new` makes of a raw schedule (the constructor
+    /// with everything else fixed): of these entries, or for `auto` of the
+    /// seed's defaults, then tuned (as `KdaConfig::tuned`).
     pub fn config(
         &self,
-        heads: u32,
-        batch: u32,
-        gate_mode: u32,
-        has_bias: bool,
-        tokens: u32,
+        new: impl Fn(&[u32]) -> Result<KdaConfig, ConfigError>,
     ) -> Result<KdaConfig, ConfigError> {
         match self {
-            Self::Auto => KdaConfig::tuned(heads, batch, gate_mode, has_bias, tokens),
-            Self::Raw(raw) => KdaConfig::new(heads, batch, gate_mode, has_bias, raw, tokens),
+            Self::Auto => Ok(TunedTable::builtin().lookup(&new(&[0, 0, 0])?).config),
+            Self::Raw(raw) => new(raw),
         }
     }
 
@@ -110,27 +111,38 @@ impl Schedule {
             return None;
         }
         let table = TunedTable::builtin();
-        let tuned = table
-            .lookup(
-                cfg.heads,
-                cfg.batch,
-                cfg.gate_mode as u32,
-                cfg.has_bias,
-                cfg.tokens,
-            )
-            .ok()?;
-        Some(match tuned.point {
-            Some(p) => format!(
-                "schedule auto: tuned at {} on {} ({}): {:.2} µs/step, the seed's defaults {}",
+        let seed = KdaConfig {
+            schedule: Default::default(),
+            ..*cfg
+        };
+        let (gpu, date) = (
+            table.meta_str("gpu").unwrap_or("?"),
+            table.meta_str("date").unwrap_or("?"),
+        );
+        let Some(p) = table.lookup(&seed).point else {
+            return Some(
+                "schedule auto: no tuned schedule fits this configuration; the seed's defaults"
+                    .into(),
+            );
+        };
+        let us = |x: Option<f64>| x.map_or("not measured".into(), |x| format!("{x:.2} µs/step"));
+        let own = cfg.resolved_schedule().raw();
+        let seed_us = us(p.seed_us_per_step);
+        Some(if own == p.schedule {
+            format!(
+                "schedule auto: tuned at {} on {gpu} ({date}): {}, the seed's defaults {seed_us}",
                 p.name(),
-                table.meta_str("gpu").unwrap_or("?"),
-                table.meta_str("date").unwrap_or("?"),
-                p.us_per_step,
-                p.seed_us_per_step
-                    .map_or("not measured".into(), |s| format!("{s:.2}"))
-            ),
-            None => "schedule auto: no tuned schedule fits this configuration; the seed's defaults"
-                .into(),
+                us(Some(p.us_per_step))
+            )
+        } else {
+            let measured = p.measured.iter().find(|m| m.schedule == own);
+            format!(
+                "schedule auto: the fastest schedule of {} ({gpu}, {date}) that fits this \
+                 configuration: {} there (its tuned [{}] does not fit), the seed's defaults {seed_us}",
+                p.name(),
+                us(measured.map(|m| m.us_per_step)),
+                p.schedule.map(|x| x.to_string()).join(",")
+            )
         })
     }
 }

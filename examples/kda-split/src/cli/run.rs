@@ -121,9 +121,8 @@ pub fn run(a: &RunArgs) -> CliResult {
 
 /// The case's configuration for a gate mode and schedule (exit 2 if invalid).
 pub fn case_config(case: &Case, gate_mode: u32, schedule: &Schedule) -> Result<KdaConfig, Failure> {
-    let m = &case.meta;
     schedule
-        .config(m.heads, m.batch, gate_mode, m.has_bias, m.tokens)
+        .config(|raw| case.meta.config(gate_mode, raw))
         .map_err(|e| Failure::config(&e))
 }
 

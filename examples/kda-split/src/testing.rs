@@ -1,0 +1,139 @@
+//! Helpers for the reference tests of every kernel with KdaSplit's host
+//! tensors and cache semantics (KdaSplit, GDN, Mamba-2): building tensors,
+//! relative closeness, channel gathers and slot-footprint assertions.
+
+use half::bf16;
+
+use crate::args::{DType, HostData, HostTensor};
+use crate::generator::OUTPUT_SENTINEL;
+use crate::reference::Expected;
+
+/// Values rounded to bf16 (RNE).
+pub fn bf16s(values: impl IntoIterator<Item = f64>) -> Vec<bf16> {
+    values.into_iter().map(bf16::from_f64).collect()
+}
+
+/// A row-major tensor; panics if `data` does not fill `shape`.
+pub fn tensor(data: impl Into<HostData>, shape: Vec<usize>) -> HostTensor {
+    HostTensor::new(data, shape).unwrap()
+}
+
+/// `|a - b| <= rel · |b|` (with `|b|` at least 1e-30).
+pub fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-30)
+}
+
+/// `t` (bf16 or f32) with its dimension `dim` gathered through `map` (new
+/// channel -> old channel), row-major.
+pub fn gather_channels(t: &HostTensor, dim: usize, map: &[usize]) -> HostTensor {
+    let t = t.to_contiguous();
+    let shape = t.shape().to_vec();
+    let (outer, old, inner) = (
+        shape[..dim].iter().product::<usize>(),
+        shape[dim],
+        shape[dim + 1..].iter().product::<usize>(),
+    );
+    let values = t.values();
+    let mut out = Vec::with_capacity(outer * map.len() * inner);
+    for o in 0..outer {
+        for &ch in map {
+            let start = (o * old + ch) * inner;
+            out.extend_from_slice(&values[start..start + inner]);
+        }
+    }
+    let mut new_shape = shape;
+    new_shape[dim] = map.len();
+    match t.dtype() {
+        DType::Bf16 => tensor(bf16s(out), new_shape),
+        DType::F32 => tensor(out.iter().map(|&v| v as f32).collect::<Vec<_>>(), new_shape),
+        DType::I32 => unreachable!("no channel dimension"),
+    }
+}
+
+/// Asserts the rows of one request in `output`: all exactly zero for a
+/// padding request, none left at [`OUTPUT_SENTINEL`] for an active one.
+pub fn assert_request_rows(rows: &[bf16], padding: bool) {
+    if padding {
+        assert!(
+            rows.iter().all(|v| v.to_bits() == 0),
+            "padding rows not zero"
+        );
+    } else {
+        assert!(
+            rows.iter()
+                .all(|v| v.to_f64() != f64::from(OUTPUT_SENTINEL)),
+            "active rows not written"
+        );
+    }
+}
+
+/// Asserts that exactly the state slots marked in `state_written` (and, if
+/// given, the conv slots marked in `conv_written`) differ in `expected` from
+/// the launch's `state` and `conv_state` before the run.
+pub fn assert_slots_written(
+    expected: &Expected,
+    state: &HostTensor,
+    conv_state: &HostTensor,
+    state_written: &[bool],
+    conv_written: Option<&[bool]>,
+) {
+    let page = state.numel() / state.shape()[0];
+    let before = state.values();
+    for (slot, &written) in state_written.iter().enumerate() {
+        let pages = slot * page..(slot + 1) * page;
+        let same = expected.state[pages.clone()]
+            .iter()
+            .zip(&before[pages])
+            .all(|(a, b)| f64::from(*a) == *b);
+        assert_eq!(same, !written, "slot {slot}");
+    }
+    let Some(conv_written) = conv_written else {
+        return;
+    };
+    let page = conv_state.numel() / conv_state.shape()[0];
+    let before = conv_state.values();
+    for (slot, &written) in conv_written.iter().enumerate() {
+        let pages = slot * page..(slot + 1) * page;
+        let same = expected.conv_state[pages.clone()]
+            .iter()
+            .zip(&before[pages])
+            .all(|(a, b)| a.to_f64() == *b);
+        assert_eq!(same, !written, "conv slot {slot}");
+    }
+}
+
+/// Rows `rows` of a 2-D tensor, row-major, same dtype.
+pub fn select_rows(t: &HostTensor, rows: &[usize]) -> HostTensor {
+    let width = t.shape()[1];
+    let values = t.to_contiguous().values();
+    let picked = rows
+        .iter()
+        .flat_map(|&r| values[r * width..(r + 1) * width].iter().copied());
+    let shape = vec![rows.len(), width];
+    match t.dtype() {
+        DType::Bf16 => tensor(bf16s(picked), shape),
+        DType::F32 => tensor(picked.map(|v| v as f32).collect::<Vec<_>>(), shape),
+        DType::I32 => tensor(picked.map(|v| v as i32).collect::<Vec<_>>(), shape),
+    }
+}
+
+/// A bf16 conv buffer of `width` columns whose first columns are `base`'s
+/// (the rest zero).
+pub fn conv_width(base: &HostTensor, width: usize) -> HostTensor {
+    let (slots, channels, old) = (base.shape()[0], base.shape()[1], base.shape()[2]);
+    let values = base.to_contiguous().values();
+    let mut out = vec![0.0; slots * channels * width];
+    for i in 0..slots * channels {
+        for j in 0..old.min(width) {
+            out[i * width + j] = values[i * old + j];
+        }
+    }
+    tensor(bf16s(out), vec![slots, channels, width])
+}
+
+/// [`crate::compare::rel_error`] of two f32 slices.
+pub fn rel_error_f32(a: &[f32], b: &[f32]) -> f64 {
+    let a: Vec<f64> = a.iter().map(|&v| f64::from(v)).collect();
+    let b: Vec<f64> = b.iter().map(|&v| f64::from(v)).collect();
+    crate::compare::rel_error(&a, &b)
+}
