@@ -1,0 +1,59 @@
+// Step 5 of docs/guide.md with `#[comptime]` left off `early`: a kernel
+// parameter is a tensor or a scalar passed at launch, and `bool` is neither.
+use kda::cluster_kernel;
+
+#[cluster_kernel(block = 64, cluster = cluster, early = early)]
+fn ema_step(
+    #[comptime] cluster: u32,
+    early: bool,
+    #[produced] x: Tensor<f32, rows, { 32 * cluster }>,
+    w: Tensor<f32, { 32 * cluster }>,
+    b: Tensor<f32, { 32 * cluster }>,
+    slots: Tensor<i32, rows>,
+    state: Tensor<f32, cache, { 32 * cluster }>,
+    y: Tensor<f32, rows, { 32 * cluster }>,
+) {
+    let update = role!(0..32);
+    let gate = role!(32..64);
+    let gates_full = mbarrier!(arrivals = 1, tx = 128, roles = [update, gate]);
+    let gates = shared!([f32; 32], guard = gates_full, roles = [update, gate]);
+
+    pdl_trigger();
+    let lane = thread_idx() & 31;
+    let row = block_idx(0) / cluster;
+    let rank = cluster_rank();
+    let next = rank.add_mod(1, cluster);
+    let c = rank * 32 + lane;
+    let next_c = next * 32 + lane;
+
+    in_role!(update, {
+        if lane == 0 {
+            gates_full.init();
+            gates_full.arm();
+        }
+        fence_mbarrier_init();
+        cluster_arrive_relaxed();
+        cluster_wait(); // `early`: sunk to the end of the role
+        let slot = slots[row];
+        let h = state[[slot, c]];
+        pdl_wait();
+        let x_t = x[[row, c]];
+        gates_full.wait();
+        let h_new = fma(gates[lane], h - x_t, x_t);
+        state[[slot, c]] = h_new;
+        y[[row, c]] = h_new;
+    });
+
+    in_role!(gate, {
+        cluster_arrive_relaxed();
+        cluster_wait(); // `early`: sunk to the send
+        let (w_c, b_c) = (w[next_c], b[next_c]);
+        pdl_wait();
+        let a = fma(w_c, x[[row, next_c]], b_c).sigmoid();
+        send!(gates[lane] = a, to = next, completes = gates_full);
+    });
+}
+
+fn main() {
+    let _ = ema_step(2);
+}
