@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use kda_split::{DType, Expected, HostData, HostTensor};
+use kda_split::{DType, Expected, HostTensor};
 
 use crate::config::GdnConfig;
 
@@ -195,16 +195,7 @@ impl GdnArgs {
     /// copies of output, state and conv state), so a chain's next step can run
     /// on them.
     pub fn apply(&mut self, expected: &Expected) {
-        let replace = |t: &HostTensor, data: HostData| {
-            HostTensor::new(data, t.shape().to_vec())
-                .expect("expected results have the argument's shape")
-        };
-        self.output = replace(&self.output, HostData::Bf16(expected.output.clone()));
-        self.state = replace(&self.state, HostData::F32(expected.state.clone()));
-        self.conv_state = replace(
-            &self.conv_state,
-            HostData::Bf16(expected.conv_state.clone()),
-        );
+        expected.write_back(&mut self.output, &mut self.state, &mut self.conv_state);
     }
 }
 

@@ -5,8 +5,8 @@
 //! pages within [`kda_split::compare::STATE_LIMIT`], every other state page and
 //! the whole conv state bit-exact.
 
-use kda_split::compare::Check;
-use kda_split::{Actual, Expected, Footprint, Measure, Report, Request, compare_footprint};
+use kda_split::compare::{compare_valid, slot_footprint};
+use kda_split::{Actual, Expected, Footprint, Report};
 
 use crate::args::GdnArgs;
 use crate::config::GdnConfig;
@@ -16,15 +16,8 @@ use crate::validate::validate;
 /// What the launch `args` (as passed, before the run) may change: its padding
 /// rows and the state slots of its active tokens.
 pub fn footprint(config: &GdnConfig, args: &GdnArgs) -> Footprint {
-    let t = config.tokens as usize;
-    let mut padding_rows = Vec::new();
-    let mut written_slots = Vec::new();
-    for b in 0..args.requests() {
-        match resolve(config, args, b) {
-            Request::Padding => padding_rows.extend(b * t..(b + 1) * t),
-            Request::Active { writes, .. } => written_slots.extend(writes.into_iter().flatten()),
-        }
-    }
+    let requests = (0..args.requests()).map(|b| resolve(config, args, b));
+    let (padding_rows, written_slots) = slot_footprint(config.tokens, requests);
     Footprint {
         output_len: args.output.numel(),
         state_len: args.state.numel(),
@@ -40,21 +33,10 @@ pub fn footprint(config: &GdnConfig, args: &GdnArgs) -> Footprint {
 /// Compares `actual` with `expected` for the launch `args` (as passed, before
 /// the run). Invalid arguments give a single failed `arguments` check.
 pub fn compare(config: &GdnConfig, args: &GdnArgs, actual: &Actual, expected: &Expected) -> Report {
-    let errors = validate(config, args);
-    if !errors.is_empty() {
-        let note = errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
-        return Report {
-            checks: vec![Check {
-                name: "arguments",
-                measure: Measure::Unusable,
-                passed: false,
-                note,
-            }],
-        };
-    }
-    compare_footprint(&footprint(config, args), actual, expected)
+    compare_valid(
+        &validate(config, args),
+        || footprint(config, args),
+        actual,
+        expected,
+    )
 }

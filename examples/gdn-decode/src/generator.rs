@@ -8,13 +8,8 @@
 //! (padding requests, write holes, `accepted`) is drawn by KdaSplit's own
 //! [`kda_split::slot_table`].
 
-use half::bf16;
-use kda_split::generator::{OUTPUT_SENTINEL, SlotOptions, slot_table};
-use kda_split::round::bf16_rne;
+use kda_split::generator::{Draw, SlotOptions, sentinel_output, slot_table, to_f32};
 use kda_split::{ConvLayout, HostTensor};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal};
 
 use crate::args::GdnArgs;
 use crate::config::GdnConfig;
@@ -141,7 +136,7 @@ pub fn generate(config: &GdnConfig, options: &GenOptions) -> GdnArgs {
     let (hv, dv, t) = (config.hv(), config.dv(), config.tokens as usize);
     let (b, conv_dim, value_dim) = (o.requests, config.conv_dim(), config.value_dim());
     let (rows, slots) = (b * t, o.resolved_num_slots(config.tokens));
-    let mut g = Gen(ChaCha8Rng::seed_from_u64(o.seed));
+    let mut g = Draw::new(o.seed);
     let weight = |t: HostTensor| if o.weights_f32 { to_f32(&t) } else { t };
 
     let x = g.bf16(vec![rows, conv_dim], |g| g.normal(0.0, 1.0));
@@ -149,11 +144,16 @@ pub fn generate(config: &GdnConfig, options: &GenOptions) -> GdnArgs {
     let conv_bias = config
         .has_bias
         .then(|| weight(g.bf16(vec![conv_dim], |g| g.uniform(-0.5, 0.5))));
-    let conv_state = g.conv_state(slots, conv_dim, config.conv_width() + o.conv_extra, o);
+    let conv_state = g.conv_state(
+        slots,
+        conv_dim,
+        config.conv_width() + o.conv_extra,
+        o.conv_layout,
+    );
     let a = g.bf16(vec![rows, hv], |g| g.normal(0.0, 1.0));
     let beta = g.bf16(vec![rows, hv], |g| g.normal(0.0, 1.0));
     let a_log = g.f32(vec![hv], |g| g.uniform(1.0, 16.0).ln());
-    let dt_bias = g.f32(vec![hv], |g| g.dt_bias(o.dt_bias));
+    let dt_bias = g.f32(vec![hv], |g| draw_dt_bias(g, o.dt_bias));
     let (slots_tensor, accepted) = slot_table(
         &mut g.0,
         &SlotOptions {
@@ -166,11 +166,7 @@ pub fn generate(config: &GdnConfig, options: &GenOptions) -> GdnArgs {
         },
     );
     let state = g.f32(vec![slots, hv, dv, config.dk()], |g| g.normal(0.0, 0.1));
-    let output = HostTensor::new(
-        vec![bf16::from_f32(OUTPUT_SENTINEL); rows * value_dim],
-        vec![rows, value_dim],
-    )
-    .expect("output length");
+    let output = sentinel_output(rows, value_dim);
     let z = g.bf16(vec![rows, value_dim], |g| g.normal(0.0, 1.0));
     let norm_weight = weight(g.bf16(vec![dv], |g| g.uniform(0.5, 1.5)));
 
@@ -194,66 +190,11 @@ pub fn generate(config: &GdnConfig, options: &GenOptions) -> GdnArgs {
     }
 }
 
-fn to_f32(t: &HostTensor) -> HostTensor {
-    let values = t.values().iter().map(|&v| v as f32).collect::<Vec<_>>();
-    HostTensor::new(values, t.shape().to_vec()).expect("same shape")
-}
-
-struct Gen(ChaCha8Rng);
-
-impl Gen {
-    fn normal(&mut self, mean: f64, std: f64) -> f64 {
-        Normal::new(mean, std)
-            .expect("finite std")
-            .sample(&mut self.0)
-    }
-
-    fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        self.0.random_range(low..high)
-    }
-
-    fn bf16(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
-        let n = shape.iter().product();
-        let values: Vec<bf16> = (0..n).map(|_| bf16_rne(draw(self))).collect();
-        HostTensor::new(values, shape).expect("generated length")
-    }
-
-    fn f32(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
-        let n = shape.iter().product();
-        let values: Vec<f32> = (0..n).map(|_| draw(self) as f32).collect();
-        HostTensor::new(values, shape).expect("generated length")
-    }
-
-    fn dt_bias(&mut self, kind: DtBias) -> f64 {
-        match kind {
-            DtBias::Spread => self.normal(-3.0, 1.0),
-            DtBias::Init => {
-                let dt = self.uniform(1e-3f64.ln(), 1e-1f64.ln()).exp().max(1e-4);
-                dt + (-(-dt).exp_m1()).ln()
-            }
-        }
-    }
-
-    /// `[slots, channels, width]` bf16 ~ N(0, 1) in the requested layout.
-    fn conv_state(
-        &mut self,
-        slots: usize,
-        channels: usize,
-        width: usize,
-        o: &GenOptions,
-    ) -> HostTensor {
-        let values: Vec<bf16> = (0..slots * channels * width)
-            .map(|_| bf16_rne(self.normal(0.0, 1.0)))
-            .collect();
-        let shape = vec![slots, channels, width];
-        match o.conv_layout {
-            ConvLayout::Ds => HostTensor::new(values, shape),
-            ConvLayout::Sd => {
-                let strides = vec![width * channels, 1, channels];
-                HostTensor::strided(values, shape, strides)
-            }
-        }
-        .expect("conv storage matches its view")
+/// One `dt_bias` value drawn per `kind`.
+fn draw_dt_bias(g: &mut Draw, kind: DtBias) -> f64 {
+    match kind {
+        DtBias::Spread => g.normal(-3.0, 1.0),
+        DtBias::Init => g.dt_bias_init(),
     }
 }
 
@@ -263,6 +204,7 @@ mod tests {
     use crate::reference::{resolve, softplus};
     use crate::validate::validate;
     use kda_split::Request;
+    use kda_split::generator::OUTPUT_SENTINEL;
 
     #[test]
     fn same_seed_same_launch_and_every_variant_validates() {
@@ -319,12 +261,12 @@ mod tests {
     /// Decays as `generate` draws them: `A = exp(a_log) ∈ [1, 16]`,
     /// `a ~ N(0, 1)`, `dt_bias` per [`DtBias`].
     fn decay_quantiles(kind: DtBias) -> impl Fn(f64) -> f64 {
-        let mut g = Gen(ChaCha8Rng::seed_from_u64(7));
+        let mut g = Draw::new(7);
         let mut decays: Vec<f64> = (0..4096)
             .map(|_| {
                 let a_log = g.uniform(1.0, 16.0).ln();
                 let a = g.normal(0.0, 1.0);
-                let dt_bias = g.dt_bias(kind);
+                let dt_bias = draw_dt_bias(&mut g, kind);
                 (-f64::exp(a_log) * softplus(a + dt_bias)).exp()
             })
             .collect();

@@ -209,7 +209,9 @@ pub mod args;
 pub mod compare;
 pub mod config;
 pub mod generator;
+pub mod kernel;
 pub mod reference;
+pub mod run;
 pub mod validate;
 
 pub use args::{Arg, GdnArgs};

@@ -33,24 +33,7 @@ pub fn reference(config: &GdnConfig, args: &GdnArgs) -> Result<Expected, Vec<Arg
     let (hv, dv, t) = (config.hv(), config.dv(), config.tokens as usize);
     let value_dim = config.value_dim();
     let rows = args.rows();
-    let mut expected = Expected {
-        output: vec![bf16::ZERO; rows * value_dim],
-        output_f32: vec![0.0; rows * value_dim],
-        state: args
-            .state
-            .to_contiguous()
-            .values()
-            .iter()
-            .map(|&v| v as f32) // exact: the values are f32
-            .collect(),
-        conv_state: args
-            .conv_state
-            .to_contiguous()
-            .values()
-            .iter()
-            .map(|&v| bf16::from_f64(v)) // exact: the values are bf16
-            .collect(),
-    };
+    let mut expected = Expected::initial(rows * value_dim, &args.state, &args.conv_state);
     for b in 0..args.requests() {
         let Request::Active {
             offset,
@@ -228,20 +211,7 @@ fn gated_rms_norm(o: &[f64], x: &TokenInputs, args: &GdnArgs) -> Vec<f64> {
         .collect()
 }
 
-/// `1 / (1 + e^-z)`.
-pub fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
-}
-
-/// `z · σ(z)`.
-pub fn silu(z: f64) -> f64 {
-    z * sigmoid(z)
-}
-
-/// `ln(1 + e^z)`, exact (no threshold; see crate doc §6).
-pub fn softplus(z: f64) -> f64 {
-    z.max(0.0) + (-z.abs()).exp().ln_1p()
-}
+pub use kda_split::reference::{sigmoid, silu, softplus};
 
 #[cfg(test)]
 mod tests {

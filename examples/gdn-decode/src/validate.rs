@@ -16,8 +16,8 @@
 //!   active multi-token requests, distinct write slots within a request,
 //!   disjoint slots across active requests).
 
-use kda_split::validate::{Dim, ShapePattern};
-use kda_split::{DType, HostTensor, SlotError, check_slot_table};
+use kda_split::validate::{Checker, Dim, LayoutIssue, ShapePattern, TensorArg, with_slot_table};
+use kda_split::{DType, SlotError};
 use thiserror::Error;
 
 use crate::args::{Arg, GdnArgs};
@@ -54,27 +54,20 @@ pub enum ArgError {
 
 /// All contract violations of `args` for `config`; empty means valid.
 pub fn validate(config: &GdnConfig, args: &GdnArgs) -> Vec<ArgError> {
-    let mut errors = validate_layout(config, args);
-    if errors.is_empty() {
-        errors.extend(
-            check_slot_table(
-                config.tokens,
-                &args.slots,
-                args.accepted.as_ref(),
-                args.state.shape()[0],
-                args.conv_state.shape()[0],
-            )
-            .into_iter()
-            .map(ArgError::from),
-        );
-    }
-    errors
+    with_slot_table(
+        validate_layout(config, args),
+        config.tokens,
+        &args.slots,
+        args.accepted.as_ref(),
+        &args.state,
+        &args.conv_state,
+    )
 }
 
 /// Presence, dtype, shape, stride and scalar checks: everything needed before
 /// any slot value may be used as an index.
 pub fn validate_layout(config: &GdnConfig, args: &GdnArgs) -> Vec<ArgError> {
-    let mut c = Checker::default();
+    let mut c = Checker::<Arg, ArgError>::new();
     let (hv, t) = (config.hv(), config.tokens as usize);
     let (dk, dv) = (Dim::Eq(config.dk()), Dim::Eq(config.dv()));
     let conv_dim = Dim::Eq(config.conv_dim());
@@ -100,18 +93,13 @@ pub fn validate_layout(config: &GdnConfig, args: &GdnArgs) -> Vec<ArgError> {
         &args.conv_weight,
         vec![conv_dim, Dim::Eq(4)],
     );
-    match (&args.conv_bias, config.has_bias) {
-        (Some(bias), true) => c.check(Arg::ConvBias, bias, vec![conv_dim]),
-        (None, true) => c.errors.push(ArgError::Missing {
-            arg: Arg::ConvBias,
-            why: "when has_bias",
-        }),
-        (Some(_), false) => c.errors.push(ArgError::Unexpected {
-            arg: Arg::ConvBias,
-            why: "when has_bias",
-        }),
-        (None, false) => {}
-    }
+    c.optional(
+        Arg::ConvBias,
+        args.conv_bias.as_ref(),
+        config.has_bias,
+        "when has_bias",
+        vec![conv_dim],
+    );
     c.check(
         Arg::ConvState,
         &args.conv_state,
@@ -125,143 +113,60 @@ pub fn validate_layout(config: &GdnConfig, args: &GdnArgs) -> Vec<ArgError> {
     c.check(Arg::Output, &args.output, vec![rows, value_dim]);
     c.check(Arg::Z, &args.z, vec![rows, value_dim]);
     c.check(Arg::NormWeight, &args.norm_weight, vec![dv]);
-    match (&args.accepted, t > 1) {
-        (Some(accepted), true) => c.check(Arg::Accepted, accepted, vec![Dim::Eq(b)]),
-        (None, true) => c.errors.push(ArgError::Missing {
-            arg: Arg::Accepted,
-            why: "when tokens > 1",
-        }),
-        (Some(_), false) => c.errors.push(ArgError::Unexpected {
-            arg: Arg::Accepted,
-            why: "when tokens > 1",
-        }),
-        (None, false) => {}
-    }
+    c.optional(
+        Arg::Accepted,
+        args.accepted.as_ref(),
+        t > 1,
+        "when tokens > 1",
+        vec![Dim::Eq(b)],
+    );
     if !args.scale.is_finite() {
-        c.errors.push(ArgError::Scalar {
+        c.push(ArgError::Scalar {
             arg: Arg::Scale,
             value: args.scale,
             requirement: "finite",
         });
     }
     if !(args.eps.is_finite() && args.eps >= 0.0) {
-        c.errors.push(ArgError::Scalar {
+        c.push(ArgError::Scalar {
             arg: Arg::Eps,
             value: args.eps,
             requirement: "finite and >= 0",
         });
     }
 
-    // State rows are moved as f32x4 vectors.
-    c.vector_rows(Arg::State, &args.state, 4);
-    // Slot page bases are 64-bit, offsets inside a slot 32-bit.
-    c.page_offsets(Arg::State, &args.state);
-    c.page_offsets(Arg::ConvState, &args.conv_state);
-    for (arg, tensor) in [
+    c.slot_caches(
         (Arg::Output, &args.output),
         (Arg::State, &args.state),
         (Arg::ConvState, &args.conv_state),
-    ] {
-        c.non_overlapping(arg, tensor);
-    }
-    c.errors
+    );
+    c.finish()
 }
 
-/// Collects layout errors and remembers which arguments are well-formed
-/// enough for later checks to index.
-#[derive(Default)]
-struct Checker {
-    errors: Vec<ArgError>,
-    bad: Vec<Arg>,
+impl TensorArg for Arg {
+    fn dtypes(self) -> &'static [DType] {
+        Arg::dtypes(self)
+    }
 }
 
-impl Checker {
-    fn check(&mut self, arg: Arg, t: &HostTensor, dims: Vec<Dim>) {
-        self.check_with(arg, t, dims, String::new());
-    }
-
-    fn check_with(&mut self, arg: Arg, t: &HostTensor, dims: Vec<Dim>, why: String) {
-        if !arg.dtypes().contains(&t.dtype()) {
-            self.errors.push(ArgError::Dtype {
+impl From<LayoutIssue<Arg>> for ArgError {
+    fn from(issue: LayoutIssue<Arg>) -> Self {
+        match issue {
+            LayoutIssue::Dtype { arg, found } => Self::Dtype { arg, found },
+            LayoutIssue::Shape {
                 arg,
-                found: t.dtype(),
-            });
-            self.bad.push(arg);
-        }
-        let expected = ShapePattern(dims);
-        if !expected.matches(t.shape()) {
-            self.errors.push(ArgError::Shape {
-                arg,
-                found: t.shape().to_vec(),
+                found,
                 expected,
                 why,
-            });
-            self.bad.push(arg);
-        }
-    }
-
-    fn well_formed(&self, arg: Arg) -> bool {
-        !self.bad.contains(&arg)
-    }
-
-    fn layout(&mut self, arg: Arg, reason: String) {
-        self.errors.push(ArgError::Layout { arg, reason });
-        self.bad.push(arg);
-    }
-
-    /// Inner stride 1 and 16-byte aligned rows (`per_16_bytes` elements).
-    /// Strides of extent-1 dimensions are never used.
-    fn vector_rows(&mut self, arg: Arg, t: &HostTensor, per_16_bytes: usize) {
-        if !self.well_formed(arg) {
-            return;
-        }
-        let (shape, strides) = (t.shape(), t.strides());
-        let last = shape.len() - 1;
-        if shape[last] > 1 && strides[last] != 1 {
-            return self.layout(
+            } => Self::Shape {
                 arg,
-                format!(
-                    "the last dimension must be contiguous (stride 1); got strides {strides:?}"
-                ),
-            );
-        }
-        if let Some(d) = (0..last).find(|&d| shape[d] > 1 && strides[d] % per_16_bytes != 0) {
-            self.layout(
-                arg,
-                format!(
-                    "rows must start 16-byte aligned: stride of dimension {d} must be a multiple of {per_16_bytes} elements; got strides {strides:?}"
-                ),
-            );
-        }
-    }
-
-    fn page_offsets(&mut self, arg: Arg, t: &HostTensor) {
-        if !self.well_formed(arg) {
-            return;
-        }
-        let in_page: usize = t.shape()[1..]
-            .iter()
-            .zip(&t.strides()[1..])
-            .fold(0usize, |sum, (&n, &s)| {
-                sum.saturating_add(n.saturating_sub(1).saturating_mul(s))
-            });
-        if in_page > i32::MAX as usize {
-            self.layout(
-                arg,
-                format!("offsets inside one slot reach {in_page}; they must fit in int32"),
-            );
-        }
-    }
-
-    fn non_overlapping(&mut self, arg: Arg, t: &HostTensor) {
-        if !t.is_non_overlapping() {
-            self.layout(
-                arg,
-                format!(
-                    "strides {:?} make elements overlap; the kernel writes this tensor",
-                    t.strides()
-                ),
-            );
+                found,
+                expected,
+                why,
+            },
+            LayoutIssue::Layout { arg, reason } => Self::Layout { arg, reason },
+            LayoutIssue::Missing { arg, why } => Self::Missing { arg, why },
+            LayoutIssue::Unexpected { arg, why } => Self::Unexpected { arg, why },
         }
     }
 }
@@ -270,6 +175,7 @@ impl Checker {
 mod tests {
     use super::*;
     use crate::generator::{GenOptions, generate};
+    use kda_split::HostTensor;
     use kda_split::{SlotRef, SlotTensor};
 
     fn case(tokens: u32) -> (GdnConfig, GdnArgs) {

@@ -7,23 +7,15 @@ use gdn_decode::{
     Actual, GdnArgs, GdnConfig, GenOptions, Request, compare, generate, reference, resolve,
 };
 use half::bf16;
-use kda_split::compare::{Measure, STATE_LIMIT, rel_error};
+use kda_split::ConvLayout;
+use kda_split::compare::{Measure, STATE_LIMIT};
 use kda_split::generator::OUTPUT_SENTINEL;
-use kda_split::{ConvLayout, DType, HostData, HostTensor};
+use kda_split::testing::{
+    assert_request_rows, assert_slots_written, bf16s, close, conv_width, gather_channels,
+    rel_error_f32, select_rows, tensor,
+};
 
 const D: usize = 128;
-
-fn bf16s(values: impl IntoIterator<Item = f64>) -> Vec<bf16> {
-    values.into_iter().map(bf16::from_f64).collect()
-}
-
-fn tensor(data: impl Into<HostData>, shape: Vec<usize>) -> HostTensor {
-    HostTensor::new(data, shape).unwrap()
-}
-
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs().max(1e-30)
-}
 
 /// One k-head, one v-head, one request, T = 1, slot 1 of 2. The conv passes
 /// the current input through, q and k live on channel 0, and the state has
@@ -148,21 +140,6 @@ fn bias_and_the_oldest_conv_tap_enter_the_conv() {
     assert_ne!(run(&config, &with_tap(0)), plain);
 }
 
-/// Rows `rows` of a row-major 2-D tensor, same dtype.
-fn select_rows(t: &HostTensor, rows: &[usize]) -> HostTensor {
-    let width = t.shape()[1];
-    let values = t.to_contiguous().values();
-    let picked = rows
-        .iter()
-        .flat_map(|&r| values[r * width..(r + 1) * width].iter().copied());
-    let shape = vec![rows.len(), width];
-    match t.dtype() {
-        DType::Bf16 => tensor(bf16s(picked), shape),
-        DType::F32 => tensor(picked.map(|v| v as f32).collect::<Vec<_>>(), shape),
-        DType::I32 => tensor(picked.map(|v| v as i32).collect::<Vec<_>>(), shape),
-    }
-}
-
 /// The launch of `base` restricted to token rows `rows` of its single request.
 fn with_rows(base: &GdnArgs, rows: &[usize], slots: Vec<i32>, accepted: Option<i32>) -> GdnArgs {
     let width = base.output.shape()[1];
@@ -184,25 +161,6 @@ fn with_rows(base: &GdnArgs, rows: &[usize], slots: Vec<i32>, accepted: Option<i
     };
     args.accepted = accepted.map(|a| tensor(vec![a], vec![1]));
     args
-}
-
-/// Conv buffer of `width` columns whose first three are `base`'s.
-fn conv_width(base: &HostTensor, width: usize) -> HostTensor {
-    let (slots, channels, old) = (base.shape()[0], base.shape()[1], base.shape()[2]);
-    let values = base.to_contiguous().values();
-    let mut out = vec![0.0; slots * channels * width];
-    for i in 0..slots * channels {
-        for j in 0..old.min(width) {
-            out[i * width + j] = values[i * old + j];
-        }
-    }
-    tensor(bf16s(out), vec![slots, channels, width])
-}
-
-fn rel(a: &[f32], b: &[f32]) -> f64 {
-    let a: Vec<f64> = a.iter().map(|&v| f64::from(v)).collect();
-    let b: Vec<f64> = b.iter().map(|&v| f64::from(v)).collect();
-    rel_error(&a, &b)
 }
 
 #[test]
@@ -257,7 +215,7 @@ fn two_chained_verify_steps_equal_a_single_token_stream() {
             .copied()
             .collect();
         // f64 throughout; the stream only adds f32 roundings of the state.
-        let err = rel(&chained, &outputs);
+        let err = rel_error_f32(&chained, &outputs);
         assert!(err < 1e-6, "accepted {accepted}: {err}");
         // The stream's state is in s0; the verify step's last token wrote s1.
         let page = 2 * D * D;
@@ -267,7 +225,7 @@ fn two_chained_verify_steps_equal_a_single_token_stream() {
             .map(|&v| v as f32)
             .collect();
         let verify_state = &e2.state[s1 as usize * page..(s1 as usize + 1) * page];
-        assert!(rel(verify_state, &stream_state) < 1e-6);
+        assert!(rel_error_f32(verify_state, &stream_state) < 1e-6);
         // Conv: a next step accepting both tokens reads columns 1..3, which
         // must hold the stream's last three inputs.
         let (channels, stream_conv) = (4 * D, last.conv_state.values());
@@ -293,36 +251,20 @@ fn padding_requests_write_zero_outputs_and_nothing_else() {
         let mut padding = 0;
         for b in 0..6 {
             let rows = &e.output[b * t * dim..(b + 1) * t * dim];
-            match resolve(&config, &args, b) {
-                Request::Padding => {
-                    padding += 1;
-                    assert!(rows.iter().all(|v| v.to_bits() == 0));
+            let request = resolve(&config, &args, b);
+            assert_request_rows(rows, request == Request::Padding);
+            if let Request::Active { conv, writes, .. } = request {
+                conv_written[conv] = true;
+                for w in writes.into_iter().flatten() {
+                    written[w] = true;
                 }
-                Request::Active { conv, writes, .. } => {
-                    assert!(
-                        rows.iter()
-                            .all(|v| v.to_f64() != f64::from(OUTPUT_SENTINEL))
-                    );
-                    conv_written[conv] = true;
-                    for w in writes.into_iter().flatten() {
-                        written[w] = true;
-                    }
-                }
+            } else {
+                padding += 1;
             }
         }
         assert!((1..6).contains(&padding), "seed gives a mix: {padding}");
-        let page = 2 * D * D;
-        let state = args.state.values();
-        let conv_page = 4 * D * args.conv_state.shape()[2];
-        let conv = args.conv_state.values();
-        for slot in 0..slots {
-            let same =
-                (0..page).all(|i| f64::from(e.state[slot * page + i]) == state[slot * page + i]);
-            assert_eq!(same, !written[slot], "slot {slot}");
-            let same = (0..conv_page)
-                .all(|i| e.conv_state[slot * conv_page + i].to_f64() == conv[slot * conv_page + i]);
-            assert_eq!(same, !conv_written[slot], "conv slot {slot}");
-        }
+        let conv = Some(&conv_written[..]);
+        assert_slots_written(&e, &args.state, &args.conv_state, &written, conv);
     }
 }
 
@@ -347,39 +289,10 @@ fn write_holes_compute_outputs_but_store_nothing() {
         }
     }
     assert!(holes > 0);
-    let page = D * D;
-    let state = args.state.values();
-    for slot in 0..args.state.shape()[0] {
-        let same = (0..page).all(|i| f64::from(e.state[slot * page + i]) == state[slot * page + i]);
-        assert_eq!(same, !stored.contains(&slot), "slot {slot}");
-    }
-}
-
-/// `t` with its channel dimension `dim` gathered through `map` (new channel
-/// -> old channel).
-fn gather_channels(t: &HostTensor, dim: usize, map: &[usize]) -> HostTensor {
-    let t = t.to_contiguous();
-    let shape = t.shape().to_vec();
-    let (outer, old, inner) = (
-        shape[..dim].iter().product::<usize>(),
-        shape[dim],
-        shape[dim + 1..].iter().product::<usize>(),
-    );
-    let values = t.values();
-    let mut out = Vec::with_capacity(outer * map.len() * inner);
-    for o in 0..outer {
-        for &ch in map {
-            let start = (o * old + ch) * inner;
-            out.extend_from_slice(&values[start..start + inner]);
-        }
-    }
-    let mut new_shape = shape;
-    new_shape[dim] = map.len();
-    match t.dtype() {
-        DType::Bf16 => tensor(bf16s(out), new_shape),
-        DType::F32 => tensor(out.iter().map(|&v| v as f32).collect::<Vec<_>>(), new_shape),
-        DType::I32 => unreachable!("no channel dimension"),
-    }
+    let written: Vec<bool> = (0..args.state.shape()[0])
+        .map(|slot| stored.contains(&slot))
+        .collect();
+    assert_slots_written(&e, &args.state, &args.conv_state, &written, None);
 }
 
 #[test]
@@ -454,12 +367,7 @@ fn compare_accepts_the_reference_and_catches_damage() {
     let config = GdnConfig::new(1, 2, 2, true).unwrap();
     let args = generate(&config, &GenOptions::new(4).seed(8));
     let e = reference(&config, &args).unwrap();
-    let actual = Actual {
-        output: e.output.clone(),
-        output_f32: Some(e.output_f32.clone()),
-        state: e.state.clone(),
-        conv_state: e.conv_state.clone(),
-    };
+    let actual = Actual::exact(&e);
     let report = compare(&config, &args, &actual, &e);
     assert!(report.passed(), "{report}");
     match report.check("output").unwrap().measure {
@@ -477,12 +385,7 @@ fn compare_accepts_the_reference_and_catches_damage() {
     bad.conv_state[0] = bf16::from_bits(bad.conv_state[0].to_bits() ^ 1);
     bad.state[0] += 1e-3;
     let report = compare(&config, &args, &bad, &e);
-    let failed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| c.name)
-        .collect();
+    let failed = report.failed();
     assert_eq!(
         failed,
         ["output", "state (unwritten)", "conv_state"],

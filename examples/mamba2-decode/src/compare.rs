@@ -5,8 +5,8 @@
 //! pages within [`kda_split::compare::STATE_LIMIT`], every other state page and
 //! the whole conv state bit-exact.
 
-use kda_split::compare::Check;
-use kda_split::{Actual, Expected, Footprint, Measure, Report, compare_footprint};
+use kda_split::compare::compare_valid;
+use kda_split::{Actual, Expected, Footprint, Report};
 
 use crate::args::Mamba2Args;
 use crate::config::Mamba2Config;
@@ -44,21 +44,10 @@ pub fn compare(
     actual: &Actual,
     expected: &Expected,
 ) -> Report {
-    let errors = validate(config, args);
-    if !errors.is_empty() {
-        let note = errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
-        return Report {
-            checks: vec![Check {
-                name: "arguments",
-                measure: Measure::Unusable,
-                passed: false,
-                note,
-            }],
-        };
-    }
-    compare_footprint(&footprint(config, args), actual, expected)
+    compare_valid(
+        &validate(config, args),
+        || footprint(config, args),
+        actual,
+        expected,
+    )
 }

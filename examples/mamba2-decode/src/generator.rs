@@ -7,13 +7,8 @@
 //! (RNE), so the stored values are what the reference reads. Slots come from
 //! KdaSplit's [`kda_split::slot_table`] with one token per request.
 
-use half::bf16;
-use kda_split::generator::{OUTPUT_SENTINEL, SlotOptions, slot_table};
-use kda_split::round::bf16_rne;
+use kda_split::generator::{Draw, SlotOptions, sentinel_output, slot_table, to_f32};
 use kda_split::{ConvLayout, HostTensor};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal};
 
 use crate::args::Mamba2Args;
 use crate::config::Mamba2Config;
@@ -112,7 +107,7 @@ pub fn generate(config: &Mamba2Config, options: &GenOptions) -> Mamba2Args {
     let o = options;
     let (h, b, slots) = (config.h(), o.requests, o.resolved_num_slots());
     let (conv_dim, d_inner) = (config.conv_dim(), config.d_inner());
-    let mut g = Gen(ChaCha8Rng::seed_from_u64(o.seed));
+    let mut g = Draw::new(o.seed);
     let weight = |t: HostTensor| if o.weights_f32 { to_f32(&t) } else { t };
 
     let xbc = g.bf16(vec![b, conv_dim], |g| g.normal(0.0, 1.0));
@@ -122,7 +117,7 @@ pub fn generate(config: &Mamba2Config, options: &GenOptions) -> Mamba2Args {
         .then(|| weight(g.bf16(vec![conv_dim], |g| g.uniform(-0.5, 0.5))));
     let conv_state = g.conv_state(slots, conv_dim, 3 + o.conv_extra, o.conv_layout);
     let dt = g.bf16(vec![b, h], |g| g.normal(0.0, 1.0));
-    let dt_bias = g.f32(vec![h], |g| g.dt_bias(o.dt_bias));
+    let dt_bias = g.f32(vec![h], |g| draw_dt_bias(g, o.dt_bias));
     let a = g.f32(vec![h], |g| -g.uniform(1.0, 16.0));
     let d = config
         .has_d
@@ -144,11 +139,7 @@ pub fn generate(config: &Mamba2Config, options: &GenOptions) -> Mamba2Args {
     let state = g.f32(vec![slots, h, config.p(), config.n()], |g| {
         g.normal(0.0, 0.1)
     });
-    let output = HostTensor::new(
-        vec![bf16::from_f32(OUTPUT_SENTINEL); b * d_inner],
-        vec![b, d_inner],
-    )
-    .expect("output length");
+    let output = sentinel_output(b, d_inner);
 
     Mamba2Args {
         xbc,
@@ -166,66 +157,11 @@ pub fn generate(config: &Mamba2Config, options: &GenOptions) -> Mamba2Args {
     }
 }
 
-fn to_f32(t: &HostTensor) -> HostTensor {
-    let values = t.values().iter().map(|&v| v as f32).collect::<Vec<_>>();
-    HostTensor::new(values, t.shape().to_vec()).expect("same shape")
-}
-
-struct Gen(ChaCha8Rng);
-
-impl Gen {
-    fn normal(&mut self, mean: f64, std: f64) -> f64 {
-        Normal::new(mean, std)
-            .expect("finite std")
-            .sample(&mut self.0)
-    }
-
-    fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        self.0.random_range(low..high)
-    }
-
-    fn bf16(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
-        let n = shape.iter().product();
-        let values: Vec<bf16> = (0..n).map(|_| bf16_rne(draw(self))).collect();
-        HostTensor::new(values, shape).expect("generated length")
-    }
-
-    fn f32(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
-        let n = shape.iter().product();
-        let values: Vec<f32> = (0..n).map(|_| draw(self) as f32).collect();
-        HostTensor::new(values, shape).expect("generated length")
-    }
-
-    fn dt_bias(&mut self, kind: DtBias) -> f64 {
-        match kind {
-            DtBias::Spread => self.normal(-3.0, 1.0),
-            DtBias::Init => {
-                let dt = self.uniform(1e-3f64.ln(), 1e-1f64.ln()).exp().max(1e-4);
-                dt + (-(-dt).exp_m1()).ln()
-            }
-        }
-    }
-
-    /// `[slots, channels, width]` bf16 ~ N(0, 1) in the requested layout.
-    fn conv_state(
-        &mut self,
-        slots: usize,
-        channels: usize,
-        width: usize,
-        layout: ConvLayout,
-    ) -> HostTensor {
-        let values: Vec<bf16> = (0..slots * channels * width)
-            .map(|_| bf16_rne(self.normal(0.0, 1.0)))
-            .collect();
-        let shape = vec![slots, channels, width];
-        match layout {
-            ConvLayout::Ds => HostTensor::new(values, shape),
-            ConvLayout::Sd => {
-                let strides = vec![width * channels, 1, channels];
-                HostTensor::strided(values, shape, strides)
-            }
-        }
-        .expect("conv storage matches its view")
+/// One `dt_bias` value drawn per `kind`.
+fn draw_dt_bias(g: &mut Draw, kind: DtBias) -> f64 {
+    match kind {
+        DtBias::Spread => g.normal(-3.0, 1.0),
+        DtBias::Init => g.dt_bias_init(),
     }
 }
 
@@ -234,6 +170,7 @@ mod tests {
     use super::*;
     use crate::reference::{resolve, softplus};
     use crate::validate::validate;
+    use kda_split::generator::OUTPUT_SENTINEL;
 
     #[test]
     fn same_seed_same_launch_and_every_variant_validates() {
@@ -285,12 +222,12 @@ mod tests {
     /// Decays as `generate` draws them: `A = -U[1, 16]`, `dt ~ N(0, 1)`,
     /// `dt_bias` per [`DtBias`].
     fn decay_quantiles(kind: DtBias) -> impl Fn(f64) -> f64 {
-        let mut g = Gen(ChaCha8Rng::seed_from_u64(7));
+        let mut g = Draw::new(7);
         let mut decays: Vec<f64> = (0..4096)
             .map(|_| {
                 let a = -g.uniform(1.0, 16.0);
                 let dt = g.normal(0.0, 1.0);
-                let dt_bias = g.dt_bias(kind);
+                let dt_bias = draw_dt_bias(&mut g, kind);
                 (softplus(dt + dt_bias) * a).exp()
             })
             .collect();

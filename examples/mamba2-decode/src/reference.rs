@@ -30,24 +30,7 @@ pub fn reference(config: &Mamba2Config, args: &Mamba2Args) -> Result<Expected, V
     let (h_count, p, n) = (config.h(), config.p(), config.n());
     let d_inner = config.d_inner();
     let b_count = args.requests();
-    let mut expected = Expected {
-        output: vec![bf16::ZERO; b_count * d_inner],
-        output_f32: vec![0.0; b_count * d_inner],
-        state: args
-            .state
-            .to_contiguous()
-            .values()
-            .iter()
-            .map(|&v| v as f32) // exact: the values are f32
-            .collect(),
-        conv_state: args
-            .conv_state
-            .to_contiguous()
-            .values()
-            .iter()
-            .map(|&v| bf16::from_f64(v)) // exact: the values are bf16
-            .collect(),
-    };
+    let mut expected = Expected::initial(b_count * d_inner, &args.state, &args.conv_state);
     let width = args.conv_state.shape()[2];
     for b in 0..b_count {
         let Some(slot) = resolve(args, b) else {
@@ -105,17 +88,4 @@ fn sequence(args: &Mamba2Args, slot: usize, b: usize, ch: usize) -> [f64; 4] {
     [tap(0), tap(1), tap(2), args.xbc.get(&[b, ch])]
 }
 
-/// `1 / (1 + e^-z)`.
-pub fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
-}
-
-/// `z · σ(z)`.
-pub fn silu(z: f64) -> f64 {
-    z * sigmoid(z)
-}
-
-/// `ln(1 + e^z)`, exact (no threshold; see crate doc §6).
-pub fn softplus(z: f64) -> f64 {
-    z.max(0.0) + (-z.abs()).exp().ln_1p()
-}
+pub use kda_split::reference::{sigmoid, silu, softplus};

@@ -13,8 +13,8 @@
 //!   `conv_state` and distinct across requests (KdaSplit's slot-table check,
 //!   [`kda_split::check_slot_table`], with one token per request).
 
-use kda_split::validate::{Dim, ShapePattern};
-use kda_split::{DType, HostTensor, SlotError, check_slot_table};
+use kda_split::validate::{Checker, Dim, LayoutIssue, ShapePattern, TensorArg, with_slot_table};
+use kda_split::{DType, SlotError};
 use thiserror::Error;
 
 use crate::args::{Arg, Mamba2Args};
@@ -45,27 +45,20 @@ pub enum ArgError {
 
 /// All contract violations of `args` for `config`; empty means valid.
 pub fn validate(config: &Mamba2Config, args: &Mamba2Args) -> Vec<ArgError> {
-    let mut errors = validate_layout(config, args);
-    if errors.is_empty() {
-        errors.extend(
-            check_slot_table(
-                1,
-                &args.slots,
-                None,
-                args.state.shape()[0],
-                args.conv_state.shape()[0],
-            )
-            .into_iter()
-            .map(ArgError::from),
-        );
-    }
-    errors
+    with_slot_table(
+        validate_layout(config, args),
+        1,
+        &args.slots,
+        None,
+        &args.state,
+        &args.conv_state,
+    )
 }
 
 /// Presence, dtype, shape and stride checks: everything needed before any
 /// slot value may be used as an index.
 pub fn validate_layout(config: &Mamba2Config, args: &Mamba2Args) -> Vec<ArgError> {
-    let mut c = Checker::default();
+    let mut c = Checker::<Arg, ArgError>::new();
     let b = args.requests();
     let rows = Dim::Eq(b);
     let heads = Dim::Eq(config.h());
@@ -86,8 +79,9 @@ pub fn validate_layout(config: &Mamba2Config, args: &Mamba2Args) -> Vec<ArgError
     );
     c.optional(
         Arg::ConvBias,
-        &args.conv_bias,
+        args.conv_bias.as_ref(),
         config.has_conv_bias,
+        "when has_conv_bias",
         vec![conv_dim],
     );
     c.check(
@@ -98,8 +92,20 @@ pub fn validate_layout(config: &Mamba2Config, args: &Mamba2Args) -> Vec<ArgError
     c.check(Arg::Dt, &args.dt, vec![rows, heads]);
     c.check(Arg::DtBias, &args.dt_bias, vec![heads]);
     c.check(Arg::A, &args.a, vec![heads]);
-    c.optional(Arg::D, &args.d, config.has_d, vec![heads]);
-    c.optional(Arg::Z, &args.z, config.has_z, vec![rows, d_inner]);
+    c.optional(
+        Arg::D,
+        args.d.as_ref(),
+        config.has_d,
+        "when has_d",
+        vec![heads],
+    );
+    c.optional(
+        Arg::Z,
+        args.z.as_ref(),
+        config.has_z,
+        "when has_z",
+        vec![rows, d_inner],
+    );
     c.check(
         Arg::State,
         &args.state,
@@ -107,127 +113,45 @@ pub fn validate_layout(config: &Mamba2Config, args: &Mamba2Args) -> Vec<ArgError
     );
     c.check(Arg::Output, &args.output, vec![rows, d_inner]);
 
-    // State rows are moved as f32x4 vectors.
-    c.vector_rows(Arg::State, &args.state, 4);
-    // Slot page bases are 64-bit, offsets inside a slot 32-bit.
-    c.page_offsets(Arg::State, &args.state);
-    c.page_offsets(Arg::ConvState, &args.conv_state);
-    for (arg, tensor) in [
+    c.slot_caches(
         (Arg::Output, &args.output),
         (Arg::State, &args.state),
         (Arg::ConvState, &args.conv_state),
-    ] {
-        c.non_overlapping(arg, tensor);
-    }
-    c.errors
+    );
+    c.finish()
 }
 
-/// Collects layout errors and remembers which arguments are well-formed
-/// enough for later checks to index.
-#[derive(Default)]
-struct Checker {
-    errors: Vec<ArgError>,
-    bad: Vec<Arg>,
+impl TensorArg for Arg {
+    fn dtypes(self) -> &'static [DType] {
+        Arg::dtypes(self)
+    }
 }
 
-impl Checker {
-    fn check(&mut self, arg: Arg, t: &HostTensor, dims: Vec<Dim>) {
-        self.check_with(arg, t, dims, String::new());
-    }
-
-    fn check_with(&mut self, arg: Arg, t: &HostTensor, dims: Vec<Dim>, why: String) {
-        if !arg.dtypes().contains(&t.dtype()) {
-            self.errors.push(ArgError::Dtype {
+impl From<LayoutIssue<Arg>> for ArgError {
+    fn from(issue: LayoutIssue<Arg>) -> Self {
+        let flag = |arg: Arg| arg.flag().expect("optional arguments have a flag");
+        match issue {
+            LayoutIssue::Dtype { arg, found } => Self::Dtype { arg, found },
+            LayoutIssue::Shape {
                 arg,
-                found: t.dtype(),
-            });
-            self.bad.push(arg);
-        }
-        let expected = ShapePattern(dims);
-        if !expected.matches(t.shape()) {
-            self.errors.push(ArgError::Shape {
-                arg,
-                found: t.shape().to_vec(),
+                found,
                 expected,
                 why,
-            });
-            self.bad.push(arg);
-        }
-    }
-
-    /// An argument passed exactly when its config flag is on.
-    fn optional(&mut self, arg: Arg, t: &Option<HostTensor>, on: bool, dims: Vec<Dim>) {
-        let flag = arg.flag().expect("optional arguments have a flag");
-        match (t, on) {
-            (Some(t), true) => self.check(arg, t, dims),
-            (None, true) => self.errors.push(ArgError::Missing { arg, flag }),
-            (Some(_), false) => self.errors.push(ArgError::Unexpected { arg, flag }),
-            (None, false) => {}
-        }
-    }
-
-    fn well_formed(&self, arg: Arg) -> bool {
-        !self.bad.contains(&arg)
-    }
-
-    fn layout(&mut self, arg: Arg, reason: String) {
-        self.errors.push(ArgError::Layout { arg, reason });
-        self.bad.push(arg);
-    }
-
-    /// Inner stride 1 and 16-byte aligned rows (`per_16_bytes` elements).
-    /// Strides of extent-1 dimensions are never used.
-    fn vector_rows(&mut self, arg: Arg, t: &HostTensor, per_16_bytes: usize) {
-        if !self.well_formed(arg) {
-            return;
-        }
-        let (shape, strides) = (t.shape(), t.strides());
-        let last = shape.len() - 1;
-        if shape[last] > 1 && strides[last] != 1 {
-            return self.layout(
+            } => Self::Shape {
                 arg,
-                format!(
-                    "the last dimension must be contiguous (stride 1); got strides {strides:?}"
-                ),
-            );
-        }
-        if let Some(d) = (0..last).find(|&d| shape[d] > 1 && strides[d] % per_16_bytes != 0) {
-            self.layout(
+                found,
+                expected,
+                why,
+            },
+            LayoutIssue::Layout { arg, reason } => Self::Layout { arg, reason },
+            LayoutIssue::Missing { arg, .. } => Self::Missing {
                 arg,
-                format!(
-                    "rows must start 16-byte aligned: stride of dimension {d} must be a multiple of {per_16_bytes} elements; got strides {strides:?}"
-                ),
-            );
-        }
-    }
-
-    fn page_offsets(&mut self, arg: Arg, t: &HostTensor) {
-        if !self.well_formed(arg) {
-            return;
-        }
-        let in_page: usize = t.shape()[1..]
-            .iter()
-            .zip(&t.strides()[1..])
-            .fold(0usize, |sum, (&n, &s)| {
-                sum.saturating_add(n.saturating_sub(1).saturating_mul(s))
-            });
-        if in_page > i32::MAX as usize {
-            self.layout(
+                flag: flag(arg),
+            },
+            LayoutIssue::Unexpected { arg, .. } => Self::Unexpected {
                 arg,
-                format!("offsets inside one slot reach {in_page}; they must fit in int32"),
-            );
-        }
-    }
-
-    fn non_overlapping(&mut self, arg: Arg, t: &HostTensor) {
-        if !t.is_non_overlapping() {
-            self.layout(
-                arg,
-                format!(
-                    "strides {:?} make elements overlap; the kernel writes this tensor",
-                    t.strides()
-                ),
-            );
+                flag: flag(arg),
+            },
         }
     }
 }
@@ -236,6 +160,7 @@ impl Checker {
 mod tests {
     use super::*;
     use crate::generator::{GenOptions, generate};
+    use kda_split::HostTensor;
 
     fn case() -> (Mamba2Config, Mamba2Args) {
         let config = Mamba2Config::new(2, 1).unwrap();

@@ -4,23 +4,14 @@
 use half::bf16;
 use kda_split::compare::{STATE_LIMIT, rel_error};
 use kda_split::generator::OUTPUT_SENTINEL;
-use kda_split::{ConvLayout, DType, HostData, HostTensor};
+use kda_split::testing::{
+    assert_request_rows, assert_slots_written, bf16s, close, gather_channels, tensor,
+};
+use kda_split::{ConvLayout, HostTensor};
 use mamba2_decode::reference::{silu, softplus};
 use mamba2_decode::{
     Actual, GenOptions, Mamba2Args, Mamba2Config, compare, generate, reference, resolve,
 };
-
-fn bf16s(values: impl IntoIterator<Item = f64>) -> Vec<bf16> {
-    values.into_iter().map(bf16::from_f64).collect()
-}
-
-fn tensor(data: impl Into<HostData>, shape: Vec<usize>) -> HostTensor {
-    HostTensor::new(data, shape).unwrap()
-}
-
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs().max(1e-30)
-}
 
 /// Conv weights that pass the current input through (tap 3 = 1), as F32.
 fn pass_through(channels: usize) -> HostTensor {
@@ -201,33 +192,6 @@ fn d_adds_the_skip_and_z_gates_the_output() {
     }
 }
 
-/// `t` with its channel dimension `dim` gathered through `map` (new channel
-/// -> old channel).
-fn gather_channels(t: &HostTensor, dim: usize, map: &[usize]) -> HostTensor {
-    let t = t.to_contiguous();
-    let shape = t.shape().to_vec();
-    let (outer, old, inner) = (
-        shape[..dim].iter().product::<usize>(),
-        shape[dim],
-        shape[dim + 1..].iter().product::<usize>(),
-    );
-    let values = t.values();
-    let mut out = Vec::with_capacity(outer * map.len() * inner);
-    for o in 0..outer {
-        for &ch in map {
-            let start = (o * old + ch) * inner;
-            out.extend_from_slice(&values[start..start + inner]);
-        }
-    }
-    let mut new_shape = shape;
-    new_shape[dim] = map.len();
-    match t.dtype() {
-        DType::Bf16 => tensor(bf16s(out), new_shape),
-        DType::F32 => tensor(out.iter().map(|&v| v as f32).collect::<Vec<_>>(), new_shape),
-        DType::I32 => unreachable!("no channel dimension"),
-    }
-}
-
 #[test]
 fn head_h_uses_group_h_over_heads_per_group() {
     // H = 4, G = 2 against G = 4 with group h carrying grouped group h / 2's B
@@ -352,29 +316,16 @@ fn padding_writes_zero_outputs_and_nothing_else() {
     let mut padding = 0;
     for b in 0..8 {
         let row = &e.output[b * d_inner..(b + 1) * d_inner];
-        match resolve(&args, b) {
-            None => {
-                padding += 1;
-                assert!(row.iter().all(|v| v.to_bits() == 0));
-            }
-            Some(slot) => {
-                active[slot] = true;
-                assert!(row.iter().all(|v| v.to_f64() != f64::from(OUTPUT_SENTINEL)));
-            }
+        let slot = resolve(&args, b);
+        assert_request_rows(row, slot.is_none());
+        match slot {
+            None => padding += 1,
+            Some(slot) => active[slot] = true,
         }
     }
     assert!((1..8).contains(&padding), "seed gives a mix: {padding}");
-    let page = 2 * 64 * 128;
-    let state = args.state.values();
-    let conv_page = config.conv_dim() * 3;
-    let conv = args.conv_state.values();
-    for slot in 0..slots {
-        let same = (0..page).all(|i| f64::from(e.state[slot * page + i]) == state[slot * page + i]);
-        assert_eq!(same, !active[slot], "slot {slot}");
-        let same = (0..conv_page)
-            .all(|i| e.conv_state[slot * conv_page + i].to_f64() == conv[slot * conv_page + i]);
-        assert_eq!(same, !active[slot], "conv slot {slot}");
-    }
+    let conv = Some(&active[..]);
+    assert_slots_written(&e, &args.state, &args.conv_state, &active, conv);
 }
 
 #[test]
@@ -396,12 +347,7 @@ fn compare_accepts_the_reference_and_catches_damage() {
     let config = Mamba2Config::new(2, 1).unwrap();
     let args = generate(&config, &GenOptions::new(4).seed(8));
     let e = reference(&config, &args).unwrap();
-    let actual = Actual {
-        output: e.output.clone(),
-        output_f32: Some(e.output_f32.clone()),
-        state: e.state.clone(),
-        conv_state: e.conv_state.clone(),
-    };
+    let actual = Actual::exact(&e);
     let report = compare(&config, &args, &actual, &e);
     assert!(report.passed(), "{report}");
 
@@ -413,12 +359,7 @@ fn compare_accepts_the_reference_and_catches_damage() {
     bad.conv_state[0] = bf16::from_bits(bad.conv_state[0].to_bits() ^ 1);
     bad.state[0] += 1e-3;
     let report = compare(&config, &args, &bad, &e);
-    let failed: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| c.name)
-        .collect();
+    let failed = report.failed();
     assert_eq!(
         failed,
         ["output", "state (unwritten)", "conv_state"],
