@@ -1,0 +1,458 @@
+//! The Mamba-2 decode step written in the language: the causal conv update
+//! of `xBC` and the selective state update (crate doc §2–§3), every
+//! configuration of [`Mamba2Config`] (optional `z`, `D` and conv bias, any
+//! grouping, padding slots), in one `#[cluster_kernel]`.
+//!
+//! ## Layout
+//!
+//! A head's state is `P × N` f32 (32 KiB at P = 64, N = 128): enough data for
+//! one CTA, so a CTA handles one head of one request (or several heads when a
+//! group has more than [`MAX_CLUSTER`] of them, see below). Its
+//! [`Plan::block`] threads cover the head as `lanes` threads per state row,
+//! each holding `chunks` float4 of the row (columns interleaved so that
+//! consecutive lanes touch consecutive 16 bytes), `block / lanes` rows per
+//! pass and `passes` passes: at P = 64, N = 128 that is 128 threads, 8 lanes
+//! × 4 float4 per row, 16 rows × 4 passes, 64 state values per thread, all
+//! loaded before the PDL wait. `y[p] = Σ_n S'[p, n]·C[n]` is a per-thread dot
+//! over its 16 columns and a butterfly over the row's 8 lanes.
+//!
+//! ## Why a cluster: the group's conv state
+//!
+//! The heads of group `g` share its B and C, which come out of the conv of
+//! `2N` channels whose conv state the step also shifts (§3.5). Every CTA of
+//! the group reads those taps, and one must rewrite them: without ordering,
+//! a CTA could read taps another already shifted. The heads of a group
+//! therefore form one cluster (`H/G` CTAs, one head each; for `H/G > 16`, the
+//! largest divisor of `H/G` up to 16, each CTA looping over `H/G / cluster`
+//! heads), and rank 0 rewrites the B/C conv state after a cluster barrier
+//! that every CTA arrives at (release) once its taps are read. The x channels
+//! of a head belong to its CTA alone. No DSMEM is used: recomputing the
+//! group's `2N` conv channels in every CTA costs `2N·(3 + 4 + 1)` small loads
+//! that hit L2, against `P·N·8` bytes of state traffic per head, and there is
+//! no cross-CTA reduction; the cluster is only the barrier that makes the
+//! shared conv state race-free without a second launch or a workspace.
+//!
+//! ## Order
+//!
+//! Ready data first (slot, conv taps, weights, bias, per-head parameters, the
+//! first head's state), then the PDL wait, the step's activations (`xbc`,
+//! `dt`, `z`: `#[produced]`) and the PDL trigger. The conv results (x of the
+//! CTA's heads, B and C of the group, f32) go to shared memory; after a CTA
+//! barrier each thread reads the B and C of its columns and the x of its
+//! rows.
+
+use kda::cluster_kernel;
+use kda::dsl::{Elem, Ix, StoreValue, Tensor, Val, bf16, fma, val};
+use kda::ir::Kernel;
+
+use crate::config::Mamba2Config;
+
+/// Largest cluster (CTAs sharing one group's conv state). 16 needs the
+/// non-portable cluster size the runtime opts into; Hopper schedules it.
+pub const MAX_CLUSTER: u32 = 16;
+
+/// State values a thread holds per wave.
+pub const WAVE_VALUES: u32 = 64;
+
+/// Threads per CTA at most.
+const MAX_BLOCK: u32 = 128;
+
+/// How a launch is laid out; comptime, derived from the config alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// float4 chunks of a state row per thread.
+    pub chunks: u32,
+    /// Threads per state row (`N / (4·chunks)`, a power of two up to 32).
+    pub lanes: u32,
+    /// Threads per CTA.
+    pub block: u32,
+    /// Row passes per head (`P·lanes / block`).
+    pub passes: u32,
+    /// CTAs per cluster: the heads of one group, all in one cluster.
+    pub cluster: u32,
+    /// Heads per CTA (`H/G / cluster`).
+    pub heads_per_cta: u32,
+    /// Passes whose state a thread holds at once (at most [`WAVE_VALUES`]
+    /// values; the next wave is loaded while this one is computed).
+    pub wave: u32,
+}
+
+impl Plan {
+    /// Four float4 per thread and row, fewer when the head is too small to
+    /// fill 128 threads; the largest cluster dividing `H/G`.
+    pub fn new(cfg: &Mamba2Config) -> Plan {
+        let (p, n) = (cfg.head_dim, cfg.d_state);
+        let mut chunks = 4;
+        while chunks > 1 && p * n / (4 * chunks) < MAX_BLOCK {
+            chunks /= 2;
+        }
+        let lanes = n / (4 * chunks);
+        let block = (p * lanes).min(MAX_BLOCK);
+        let per_group = cfg.heads / cfg.n_groups;
+        let cluster = (1..=per_group.min(MAX_CLUSTER))
+            .rev()
+            .find(|k| per_group.is_multiple_of(*k))
+            .expect("1 divides everything");
+        Plan {
+            chunks,
+            lanes,
+            block,
+            passes: p * lanes / block,
+            cluster,
+            heads_per_cta: per_group / cluster,
+            wave: (WAVE_VALUES / (4 * chunks)).clamp(1, p * lanes / block),
+        }
+    }
+
+    /// The launch grid for `requests` requests: CTAs along heads, requests
+    /// along y.
+    pub fn grid(&self, cfg: &Mamba2Config, requests: u32) -> [u32; 3] {
+        [cfg.heads / self.heads_per_cta, requests, 1]
+    }
+}
+
+/// `ln(1 + u)` for `u ∈ [0, 1]`: `2·atanh(s)`, `s = u / (2 + u) ≤ 1/3`, by
+/// its series to `s^13` (truncation below 2e-8 relative; no `log`
+/// instruction, which is only approximate).
+fn log1p_unit(u: Val<f32>) -> Val<f32> {
+    let s = u / (u + 2.0);
+    let s2 = s * s;
+    let mut poly = val(1.0f32 / 13.0);
+    for k in [11.0f32, 9.0, 7.0, 5.0, 3.0, 1.0] {
+        poly = fma(poly, s2, 1.0 / k);
+    }
+    (s * 2.0) * poly
+}
+
+/// `softplus(z) = max(z, 0) + ln(1 + e^-|z|)`.
+fn softplus(z: Val<f32>) -> Val<f32> {
+    z.max(0.0) + log1p_unit((-z.abs()).exp())
+}
+
+/// `t[at] = v`, where `ok` holds if given.
+fn store_where<T: Elem, const R: usize>(
+    t: Tensor<T, R>,
+    at: [Ix; R],
+    v: impl StoreValue<T>,
+    ok: Option<Val<bool>>,
+) {
+    match ok {
+        Some(ok) => t.store_if(at, v, ok),
+        None => t.store(at, v),
+    }
+}
+
+fn silu(z: Val<f32>) -> Val<f32> {
+    z * z.sigmoid()
+}
+
+#[cluster_kernel(block = Plan::new(cfg).block, cluster = Plan::new(cfg).cluster)]
+pub fn mamba2_decode<W: Elem, Bi: Elem>(
+    #[comptime] cfg: &Mamba2Config,
+    #[produced]
+    #[strides(_, _)]
+    xbc: Tensor<bf16, requests, { cfg.conv_dim() }>,
+    #[strides(_, _)] conv_weight: Tensor<W, { cfg.conv_dim() }, 4>,
+    #[when(cfg.has_conv_bias)]
+    #[strides(_)]
+    conv_bias: Tensor<Bi, { cfg.conv_dim() }>,
+    #[strides(_, _, _)] conv_state: Tensor<bf16, conv_slots, { cfg.conv_dim() }, conv_width>,
+    #[produced]
+    #[strides(_, _)]
+    dt: Tensor<bf16, requests, { cfg.heads }>,
+    #[strides(_)] dt_bias: Tensor<f32, { cfg.heads }>,
+    #[strides(_)] a: Tensor<f32, { cfg.heads }>,
+    #[when(cfg.has_d)]
+    #[strides(_)]
+    d: Tensor<f32, { cfg.heads }>,
+    #[when(cfg.has_z)]
+    #[produced]
+    #[strides(_, _)]
+    z: Tensor<bf16, requests, { cfg.d_inner() }>,
+    #[strides(_)] slots: Tensor<i32, requests>,
+    #[align(16)]
+    #[strides(_, _, _, 1)]
+    state: Tensor<f32, state_slots, { cfg.heads }, { cfg.head_dim }, { cfg.d_state }>,
+    #[strides(_, _)] output: Tensor<bf16, requests, { cfg.d_inner() }>,
+) {
+    let plan = Plan::new(cfg);
+    let (block, lanes, m) = (plan.block, plan.lanes, plan.heads_per_cta);
+    let (chunks, passes, wave) = (
+        plan.chunks as usize,
+        plan.passes as usize,
+        plan.wave as usize,
+    );
+    let (p_n, n_n) = (cfg.head_dim, cfg.d_state);
+    let rows = block / lanes;
+    let d_inner = cfg.d_inner() as u32;
+    let cta = block_idx(0);
+    let request = block_idx(1);
+    let head0 = cta * m;
+    let tid = thread_idx();
+    let slot = slots[request];
+    // Thread `tid`'s `j`-th element of a span of `count` (an index clamped
+    // into the span, and whether it is real where `count` is not a multiple
+    // of the block).
+    let span = |count: u32, j: u32| {
+        let i = tid + block * j;
+        if count.is_multiple_of(block) {
+            (i, None)
+        } else {
+            (i.min(count - 1), Some(i < count))
+        }
+    };
+    let spans = |count: u32| 0..count.div_ceil(block);
+
+    if slot <= 0 {
+        // Padding: zero output rows, nothing else read or written.
+        pdl_wait();
+        for j in spans(m * p_n) {
+            let (i, real) = span(m * p_n, j);
+            store_where(output, [ix(request), ix(head0 * p_n + i)], 0.0, real);
+        }
+        pdl_trigger();
+    } else {
+        let xs = shared!([f32; m * p_n]);
+        let bc = shared!([f32; 2, n_n]);
+        let group = cta / plan.cluster;
+        let group_lane = tid & (lanes - 1);
+        let row = |pass: usize| (tid >> lanes.trailing_zeros()) + rows * pass as u32;
+        let column = |j: usize| (group_lane + lanes * j as u32) * 4;
+
+        // ---- ready loads: conv taps, weights and bias of the CTA's x
+        // channels and the group's B and C channels
+        // (kind, span index j, index in the span, real, channel)
+        let mut channels = Vec::new();
+        for j in spans(m * p_n) {
+            let (i, real) = span(m * p_n, j);
+            channels.push((0, i, real, head0 * p_n + i));
+        }
+        for kind in 1..3u32 {
+            let base = d_inner + ((kind - 1) * cfg.n_groups) * n_n + group * n_n;
+            for j in spans(n_n) {
+                let (i, real) = span(n_n, j);
+                channels.push((kind, i, real, base + i));
+            }
+        }
+        let mut taps = Vec::new();
+        let mut partial = Vec::new();
+        let mut current = Vec::new();
+        for &(_, _, _, ch) in &channels {
+            let t = [0u32, 1, 2].map(|j| conv_state[[slot, ch, j]]);
+            let w = [0u32, 1, 2, 3].map(|i| conv_weight[[ch, i]].cast::<f32>().val());
+            let mut acc = match conv_bias {
+                Some(bias) => bias.load(ch).cast::<f32>().val(),
+                None => val(0.0f32),
+            };
+            for i in 0..3 {
+                acc = fma(t[i].cast::<f32>(), w[i], acc);
+            }
+            taps.push(t);
+            partial.push(acc);
+            current.push(w[3]);
+        }
+        if plan.cluster > 1 {
+            // This CTA's reads of the group's conv state are done.
+            cluster_arrive();
+        }
+        let (bias_dt, decay_a) = (
+            (0..m).map(|hh| dt_bias[head0 + hh]).collect::<Vec<_>>(),
+            (0..m).map(|hh| a[head0 + hh]).collect::<Vec<_>>(),
+        );
+        let skips: Vec<Option<Val<f32>>> = (0..m).map(|hh| d.map(|d| d[head0 + hh])).collect();
+        // The state of wave `w` of head `hh` (passes `w·wave ..`), `chunks`
+        // float4 per pass and thread. Waves are issued one ahead.
+        let units: Vec<(usize, usize)> = (0..m as usize)
+            .flat_map(|hh| (0..passes / wave).map(move |w| (hh, w)))
+            .collect();
+        let load_state = |(hh, w): (usize, usize)| {
+            let mut s = regs!([f32; wave, chunks, 4]);
+            for k in 0..wave {
+                for j in 0..chunks {
+                    let h = head0 + hh as u32;
+                    let v4 = state.load4([slot, h, row(w * wave + k), column(j)]);
+                    for e in 0..4 {
+                        s[[k, j, e]] = v4.lane(e);
+                    }
+                }
+            }
+            s
+        };
+        let mut next = Some(load_state(units[0]));
+
+        // ---- produced loads: this step's activations
+        pdl_wait();
+        let inputs: Vec<Val<bf16>> = channels
+            .iter()
+            .map(|&(_, _, _, ch)| xbc[[request, ch]])
+            .collect();
+        let raw_dt: Vec<Val<bf16>> = (0..m).map(|hh| dt[[request, head0 + hh]]).collect();
+        let gates: Vec<Vec<Val<bf16>>> = (0..m)
+            .map(|hh| match z {
+                Some(z) => (0..passes)
+                    .map(|pass| z[[request, (head0 + hh) * p_n + row(pass)]])
+                    .collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        pdl_trigger();
+
+        // Channel `n`'s conv state after the step: [tap 1, tap 2, input].
+        let shift_conv = |n: usize| {
+            let (_, _, real, ch) = channels[n];
+            let values = [taps[n][1], taps[n][2], inputs[n]];
+            for (j, &v) in values.iter().enumerate() {
+                store_where(conv_state, [ix(slot), ix(ch), ix(j as u32)], v, real);
+            }
+        };
+
+        // ---- conv (bias, the three taps oldest first, the input) and SiLU
+        for (n, &(kind, i, real, _)) in channels.iter().enumerate() {
+            let pre = fma(inputs[n].cast::<f32>(), current[n], partial[n]);
+            let act = silu(pre);
+            let real: Val<bool> = real.unwrap_or(val(true));
+            if real {
+                if kind == 0 {
+                    xs[i] = act;
+                } else {
+                    bc[[kind - 1, i]] = act;
+                }
+            }
+            if kind == 0 {
+                // The x channels are this CTA's alone.
+                shift_conv(n);
+            }
+        }
+        bar_sync(1, block);
+
+        // ---- per head: Δ, dA, then the state update and y = S'·C
+        let mut b_cols = regs!([f32; chunks, 4]);
+        let mut c_cols = regs!([f32; chunks, 4]);
+        for j in 0..chunks {
+            let (b4, c4) = (bc.load4([0, column(j)]), bc.load4([1, column(j)]));
+            for e in 0..4 {
+                b_cols[[j, e]] = b4.lane(e);
+                c_cols[[j, e]] = c4.lane(e);
+            }
+        }
+        let mut step = None;
+        for (u, &(hh, w)) in units.iter().enumerate() {
+            let h = head0 + hh as u32;
+            let mut s = next.take().expect("issued one unit ahead");
+            if let Some(&ahead) = units.get(u + 1) {
+                next = Some(load_state(ahead));
+            }
+            if w == 0 {
+                let delta = softplus(raw_dt[hh].cast::<f32>() + bias_dt[hh]);
+                let da = (delta * decay_a[hh]).exp();
+                let mut db = regs!([f32; chunks, 4]);
+                for j in 0..chunks {
+                    for e in 0..4 {
+                        db[[j, e]] = delta * b_cols[[j, e]];
+                    }
+                }
+                step = Some((da, db));
+            }
+            let (da, db) = step.as_ref().expect("set at wave 0");
+            for k in 0..wave {
+                let pass = w * wave + k;
+                let p = row(pass);
+                let x = xs[hh as u32 * p_n + p];
+                let mut y = val(0.0f32);
+                for j in 0..chunks {
+                    for e in 0..4 {
+                        let new = fma(s[[k, j, e]], *da, db[[j, e]] * x);
+                        s[[k, j, e]] = new;
+                        y = fma(new, c_cols[[j, e]], y);
+                    }
+                    let s4 = pack([0, 1, 2, 3].map(|e| s[[k, j, e]]));
+                    state.store([slot, h, p, column(j)], s4);
+                }
+                y = warp_sum(y, lanes);
+                if let Some(skip) = skips[hh] {
+                    y = fma(skip, x, y);
+                }
+                if let Some(&g) = gates[hh].get(pass) {
+                    y *= silu(g.cast::<f32>().val());
+                }
+                let writer = (lanes > 1).then(|| group_lane == 0);
+                store_where(
+                    output,
+                    [ix(request), ix(h * p_n + p)],
+                    y.cast::<bf16>(),
+                    writer,
+                );
+            }
+        }
+
+        // ---- the group's B/C conv state, once every CTA has read it
+        if plan.cluster > 1 {
+            cluster_wait();
+        }
+        if cluster_rank() == 0 {
+            for (n, &(kind, ..)) in channels.iter().enumerate() {
+                if kind != 0 {
+                    shift_conv(n);
+                }
+            }
+        }
+    }
+}
+
+/// The kernel for `cfg` with `conv_weight` and `conv_bias` stored as f32
+/// (else bf16; the bias flag is ignored without a bias).
+pub fn build(cfg: &Mamba2Config, weights_f32: bool, bias_f32: bool) -> Kernel {
+    match (weights_f32, bias_f32) {
+        (false, false) => mamba2_decode::<bf16, bf16>(cfg),
+        (false, true) => mamba2_decode::<bf16, f32>(cfg),
+        (true, false) => mamba2_decode::<f32, bf16>(cfg),
+        (true, true) => mamba2_decode::<f32, f32>(cfg),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(heads: u32, n_groups: u32, head_dim: u32, d_state: u32) -> Plan {
+        let cfg = Mamba2Config {
+            heads,
+            n_groups,
+            head_dim,
+            d_state,
+            ..Mamba2Config::default()
+        };
+        Plan::new(&cfg.validated().unwrap())
+    }
+
+    #[test]
+    fn plans_cover_the_head_and_keep_groups_in_one_cluster() {
+        // The model head: 128 threads, 8 lanes × 4 float4 per row, 16 rows ×
+        // 4 passes, one wave; 80 heads in one group: clusters of 16, 5 heads
+        // per CTA.
+        let p = plan(80, 1, 64, 128);
+        assert_eq!(
+            (p.chunks, p.lanes, p.block, p.passes, p.wave),
+            (4, 8, 128, 4, 4)
+        );
+        assert_eq!((p.cluster, p.heads_per_cta), (16, 5));
+        assert_eq!(plan(24, 1, 64, 128).cluster, 12);
+        assert_eq!(
+            (plan(17, 1, 64, 128).cluster, plan(4, 4, 64, 128).cluster),
+            (1, 1)
+        );
+        // The smallest head: 64 threads of one float4 each.
+        let p = plan(2, 1, 16, 16);
+        assert_eq!((p.chunks, p.lanes, p.block, p.passes), (1, 4, 64, 1));
+        // The largest: 16 passes in waves of 4.
+        let p = plan(2, 1, 128, 256);
+        assert_eq!((p.lanes, p.passes, p.wave), (16, 16, 4));
+        for (h, g, dim, n) in [(6, 3, 32, 64), (8, 2, 128, 16), (1, 1, 16, 256)] {
+            let p = plan(h, g, dim, n);
+            assert_eq!(p.lanes * 4 * p.chunks, n);
+            assert_eq!(p.block * p.passes, dim * p.lanes);
+            assert!(p.block.is_multiple_of(32) && p.lanes <= 32);
+            assert!(p.passes.is_multiple_of(p.wave));
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The configuration matrix the simulator, GPU and ptxas tests share: every
+//! option (z, D, conv bias, f32 weights, both conv-state layouts, extra conv
+//! columns, padding), groupings that give clusters of 1 to 16 CTAs and
+//! 1 to 17 heads per CTA, and the head sizes that change the thread layout.
+
+#![allow(dead_code)]
+
+use kda_runtime::{Device, SimDevice};
+use kda_split::testing::{Agreement, Verdicts};
+use mamba2_decode::run::run;
+use mamba2_decode::{
+    ConvLayout, DtBias, GenOptions, Mamba2Args, Mamba2Config, compare, generate, reference,
+};
+
+/// One matrix point: a configuration and how its launch is generated.
+pub struct Point {
+    pub heads: u32,
+    pub n_groups: u32,
+    pub head_dim: u32,
+    pub d_state: u32,
+    /// has_z, has_d, has_conv_bias.
+    pub flags: [bool; 3],
+    pub requests: usize,
+    pub padding: f64,
+    pub weights_f32: bool,
+    pub layout: ConvLayout,
+}
+
+pub const fn point(heads: u32, n_groups: u32, head_dim: u32, d_state: u32) -> Point {
+    Point {
+        heads,
+        n_groups,
+        head_dim,
+        d_state,
+        flags: [true; 3],
+        requests: 3,
+        padding: 0.25,
+        weights_f32: false,
+        layout: ConvLayout::Ds,
+    }
+}
+
+/// A model shape (P = 64, N = 128, every option on).
+pub const fn model(heads: u32, n_groups: u32) -> Point {
+    point(heads, n_groups, 64, 128)
+}
+
+const fn flags(mut p: Point, flags: [bool; 3]) -> Point {
+    p.flags = flags;
+    p
+}
+
+const fn requests(mut p: Point, requests: usize, padding: f64) -> Point {
+    p.requests = requests;
+    p.padding = padding;
+    p
+}
+
+const fn f32_weights_sd(mut p: Point) -> Point {
+    p.weights_f32 = true;
+    p.layout = ConvLayout::Sd;
+    p
+}
+
+pub const MATRIX: [Point; 14] = [
+    point(2, 1, 64, 128),
+    flags(point(4, 2, 64, 128), [false, false, false]),
+    flags(point(4, 4, 64, 128), [true, false, true]),
+    flags(point(2, 2, 64, 128), [false, true, false]),
+    f32_weights_sd(point(4, 1, 64, 128)),
+    f32_weights_sd(flags(point(2, 1, 64, 128), [true, true, false])),
+    requests(point(2, 1, 64, 128), 3, 1.0),
+    requests(point(8, 1, 64, 128), 6, 0.3),
+    point(16, 1, 16, 32),
+    point(20, 2, 16, 16),
+    point(17, 1, 16, 16),
+    point(2, 1, 16, 16),
+    point(2, 2, 128, 64),
+    point(1, 1, 32, 256),
+];
+
+impl Point {
+    pub fn config(&self) -> Mamba2Config {
+        let [has_z, has_d, has_conv_bias] = self.flags;
+        Mamba2Config {
+            heads: self.heads,
+            n_groups: self.n_groups,
+            head_dim: self.head_dim,
+            d_state: self.d_state,
+            has_z,
+            has_d,
+            has_conv_bias,
+        }
+        .validated()
+        .expect("matrix configurations are valid")
+    }
+
+    pub fn label(&self) -> String {
+        let [z, d, bias] = self.flags;
+        format!(
+            "H{} G{} P{} N{} z{} d{} bias{} B{} pad{} {}{:?}",
+            self.heads,
+            self.n_groups,
+            self.head_dim,
+            self.d_state,
+            z as u8,
+            d as u8,
+            bias as u8,
+            self.requests,
+            self.padding,
+            if self.weights_f32 { "f32w " } else { "" },
+            self.layout,
+        )
+    }
+
+    pub fn args(&self, seed: u64) -> Mamba2Args {
+        let options = GenOptions::new(self.requests)
+            .seed(seed)
+            .padding(self.padding)
+            .weights_f32(self.weights_f32)
+            .conv_layout(self.layout)
+            .conv_extra(usize::from(self.layout == ConvLayout::Sd))
+            .dt_bias(if seed.is_multiple_of(2) {
+                DtBias::Spread
+            } else {
+                DtBias::Init
+            });
+        generate(&self.config(), &options)
+    }
+}
+
+/// Runs `point`'s launch drawn with `seed` on `dev` and records how it
+/// compares with the reference and, with `against_sim`, with the simulator
+/// (whose conv state must be identical).
+pub fn check<D: Device>(
+    dev: &D,
+    verdicts: &mut Verdicts,
+    point: &Point,
+    seed: u64,
+    against_sim: bool,
+) {
+    let (cfg, args, label) = (point.config(), point.args(seed), point.label());
+    let expected = reference(&cfg, &args).expect("valid arguments");
+    let actual = match run(dev, &cfg, &args) {
+        Ok(actual) => actual,
+        Err(e) => return verdicts.error(&label, e),
+    };
+    let report = compare(&cfg, &args, &actual, &expected);
+    if !against_sim {
+        return verdicts.record(&label, &report, true, "");
+    }
+    let sim = run(&SimDevice::new(), &cfg, &args).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let agreement = Agreement::of(&actual, &sim);
+    let note = format!(": vs simulator {agreement}");
+    verdicts.record(&label, &report, agreement.conv_identical, &note);
+}
+
+/// [`check`] of every matrix point on `dev`; panics listing the failures.
+pub fn check_matrix<D: Device>(dev: &D, against_sim: bool) {
+    let mut verdicts = Verdicts::default();
+    for (n, point) in MATRIX.iter().enumerate() {
+        check(dev, &mut verdicts, point, 100 + n as u64, against_sim);
+    }
+    verdicts.assert_all_passed();
+}

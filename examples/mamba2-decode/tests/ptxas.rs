@@ -1,0 +1,37 @@
+//! Every configuration of the matrix, the model shapes (Mamba-2 2.7B's 80
+//! heads in one group, Codestral / Nemotron-H's 128 heads in 8 groups,
+//! tensor-parallel slices) and the largest head (P = 128, N = 256), with bf16
+//! and f32 conv weights, compile to PTX that `ptxas -arch=sm_90a` assembles
+//! with zero spills.
+
+mod common;
+
+use common::{MATRIX, model};
+use kda_split::testing::assembles_without_spills;
+use mamba2_decode::kernel::{Plan, build};
+
+#[test]
+fn matrix_and_model_shapes_assemble_without_spills() {
+    let mut points: Vec<_> = MATRIX.iter().map(|p| (p.label(), p.config())).collect();
+    for (heads, n_groups) in [(80, 1), (128, 8), (10, 1), (16, 1)] {
+        let p = model(heads, n_groups);
+        points.push((p.label(), p.config()));
+    }
+    let mut largest = model(2, 1);
+    (largest.head_dim, largest.d_state) = (128, 256);
+    points.push((largest.label(), largest.config()));
+
+    let mut spilled = Vec::new();
+    for (label, cfg) in &points {
+        for f32_weights in [false, true] {
+            let label = format!("{label} f32 weights {f32_weights}, {:?}", Plan::new(cfg));
+            if !assembles_without_spills(&label, &build(cfg, f32_weights, f32_weights)) {
+                spilled.push(label);
+            }
+        }
+    }
+    assert!(
+        spilled.is_empty(),
+        "configurations that spill: {spilled:#?}"
+    );
+}
