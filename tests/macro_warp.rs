@@ -52,3 +52,53 @@ fn collectives_and_math() {
         "{ieee}"
     );
 }
+
+#[cluster_kernel(block = 32)]
+fn logs(x: Tensor<f32, 32>, y: Tensor<f32, 32>) {
+    let lane = lane_id();
+    y[lane] = x[lane].fast_log2();
+}
+
+/// `fast_log2` is `lg2.approx.ftz.f32`; the simulator flushes subnormal
+/// inputs (log2 → -inf) and is otherwise exact `log2`.
+#[test]
+fn fast_log2_is_the_approximate_instruction() {
+    use kda::runtime::{Device, LaunchConfig, SimDevice};
+    let k = logs();
+    assert!(write_kernel(&k).contains("lg2.approx"));
+    let ptx = kda::ir::pipeline::compile(&k, &Default::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .ptx;
+    assert!(ptx.contains("lg2.approx.ftz.f32"), "{ptx}");
+    let xs: Vec<f32> = (0..32)
+        .map(|i| match i {
+            0 => 1.0e-40, // subnormal: flushed
+            1 => 0.0,
+            2 => -1.0,
+            _ => 0.37 * i as f32,
+        })
+        .collect();
+    let dev = SimDevice::new();
+    let m = dev.load(&k).unwrap();
+    let bytes: Vec<u8> = xs.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (bx, by) = (dev.upload(&bytes).unwrap(), dev.upload(&bytes).unwrap());
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        pdl: false,
+        syms: vec![],
+        scalars: vec![],
+    };
+    dev.launch(&m, &cfg, &[&bx, &by]).unwrap();
+    let ys: Vec<f32> = dev
+        .download(&by)
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(ys[0], f32::NEG_INFINITY);
+    assert_eq!(ys[1], f32::NEG_INFINITY);
+    assert!(ys[2].is_nan());
+    for i in 3..32 {
+        assert_eq!(ys[i], xs[i].log2(), "{}", xs[i]);
+    }
+}

@@ -89,6 +89,9 @@ pub enum UnOp {
     Rcp {
         fast: bool,
     },
+    /// `log2(x)`, approximate only (`lg2.approx.ftz.f32`: subnormals flush to
+    /// zero, max relative error about 2^-22): there is no IEEE form.
+    Log2Approx,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -271,6 +274,7 @@ impl Op {
                 UnOp::Sqrt => "sqrt",
                 UnOp::Sigmoid { .. } => "sigmoid",
                 UnOp::Rcp { .. } => "rcp",
+                UnOp::Log2Approx => "lg2.approx",
             },
             Op::Cmp(_) => "cmp",
             Op::Select => "select",

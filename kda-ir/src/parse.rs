@@ -935,6 +935,7 @@ impl Parser {
             "not" => Some(Op::Un(UnOp::Not)),
             "abs" => Some(Op::Un(UnOp::Abs)),
             "sqrt" => Some(Op::Un(UnOp::Sqrt)),
+            "lg2.approx" => Some(Op::Un(UnOp::Log2Approx)),
             "cmp.eq" => Some(Op::Cmp(CmpOp::Eq)),
             "cmp.ne" => Some(Op::Cmp(CmpOp::Ne)),
             "cmp.lt" => Some(Op::Cmp(CmpOp::Lt)),
@@ -1262,6 +1263,7 @@ mod tests {
         let y = b.fma(x0, tiny, inf, true);
         let _ = b.un(UnOp::Exp2 { fast: true }, y);
         let _ = b.un(UnOp::Sqrt, y);
+        let _ = b.un(UnOp::Log2Approx, y);
         let c = b.cmp(CmpOp::Le, y, eps);
         let z = b.select(c, y, eps);
         let p = b.pack(&[z, z]);

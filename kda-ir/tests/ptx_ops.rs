@@ -271,6 +271,7 @@ fn all_ops_kernel() -> Kernel {
             UnOp::Sigmoid { fast: false },
             UnOp::Rcp { fast: true },
             UnOp::Rcp { fast: false },
+            UnOp::Log2Approx,
         ] {
             let u = b.un(op, acc);
             acc = b.add(acc, u);

@@ -194,6 +194,14 @@ impl Val<f32> {
     pub fn sqrt(self) -> Val<f32> {
         un(UnOp::Sqrt, self)
     }
+
+    /// `log2(x)`, the approximate hardware instruction (`lg2.approx.ftz`:
+    /// subnormals flush to zero, max relative error about 2^-22); there is
+    /// no correctly rounded form. `ln(x)` is `x.fast_log2() * LN_2`.
+    #[track_caller]
+    pub fn fast_log2(self) -> Val<f32> {
+        un(UnOp::Log2Approx, self)
+    }
 }
 
 /// `a * b + c`, rounded once (IEEE).

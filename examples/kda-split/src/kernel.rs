@@ -77,6 +77,31 @@ pub fn request_slots(
     }
 }
 
+/// The causal conv of stream `s` for token `tok`, then SiLU (spec §3.1):
+/// `acc` (the bias, or 0) plus the four taps oldest first, `taps[[s, 0..3]]`
+/// then `inputs[[0.., s]]`, times `coeff[[s, 0..4]]`.
+pub fn conv_silu<W: Elem>(
+    acc: Val<f32>,
+    taps: &Regs<bf16>,
+    inputs: &Regs<bf16>,
+    coeff: &Regs<W>,
+    s: usize,
+    tok: usize,
+    fast: bool,
+) -> Val<f32> {
+    let mut a = acc;
+    for i in 0..4 {
+        let w = tok + i;
+        let term = if w < 3 {
+            taps[[s, w]]
+        } else {
+            inputs[[w - 3, s]]
+        };
+        a = fma_with(term.cast::<f32>(), coeff[[s, i]].cast::<f32>(), a, fast);
+    }
+    a * sigmoid(a, fast)
+}
+
 /// Row `p` of `history` dotted with `x` (`[chunk, 4]`): per chunk a product
 /// and three FMAs, then the chunks summed pairwise (the seed's `row_dot`).
 pub fn row_dot(history: &Regs<f32>, x: &Regs<f32>, p: usize, ftz: bool) -> Val<f32> {
@@ -283,17 +308,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
             let mut act = regs!([f32; t_n, 3]);
             for tok in 0..t_n as usize {
                 for s in 0..3 {
-                    let mut a = acc[s];
-                    for i in 0..4 {
-                        let w = tok + i;
-                        let term = if w < 3 {
-                            taps[[s, w]]
-                        } else {
-                            inputs[[w - 3, s]]
-                        };
-                        a = fma_with(term.cast::<f32>(), coeff[[s, i]].cast::<f32>(), a, fast);
-                    }
-                    act[[tok, s]] = a * sigmoid(a, fast);
+                    act[[tok, s]] = conv_silu(acc[s], &taps, &inputs, &coeff, s, tok, fast);
                 }
                 q[[tok, tid]] = act[[tok, 0]];
                 k[[tok, tid]] = act[[tok, 1]];

@@ -15,14 +15,26 @@ use crate::kernel::{self, Dtypes};
 
 use crate::validate::{ArgError, validate};
 
+/// Why a run did not happen: the arguments break the contract (`A`, one
+/// per violation), the kernel is not built for them (`B`), or the device
+/// failed. The kernels' host sides share it with their own `A` and `B`.
 #[derive(Debug, Error)]
-pub enum RunError {
+pub enum RunError<A: std::fmt::Display = ArgError, B = kernel::UnsupportedDtypes> {
     #[error("invalid arguments:\n{}", .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
-    Args(Vec<ArgError>),
+    Args(Vec<A>),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
-    Dtypes(#[from] kernel::UnsupportedDtypes),
+    Build(B),
+}
+
+/// `Ok` when `errors` (every contract violation of a call) is empty.
+pub fn valid<A: std::fmt::Display, B>(errors: Vec<A>) -> Result<(), RunError<A, B>> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::Args(errors))
+    }
 }
 
 /// The IR scalar type of a host dtype.
@@ -48,7 +60,7 @@ pub fn dtypes(args: &KdaArgs) -> Dtypes {
 /// The kernel for this configuration, specialised for these arguments'
 /// dtypes and strides (strides become constants; extents stay symbols).
 pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, RunError> {
-    let kernel = kernel::build(cfg, &dtypes(args))?;
+    let kernel = kernel::build(cfg, &dtypes(args)).map_err(RunError::Build)?;
     Ok(specialize(kernel, &tensor_args(args))?.0)
 }
 
@@ -212,11 +224,8 @@ pub fn prepare<D: Device>(
     cfg: &KdaConfig,
     args: &KdaArgs,
 ) -> Result<Prepared<D>, RunError> {
-    let errors = validate(cfg, args);
-    if !errors.is_empty() {
-        return Err(RunError::Args(errors));
-    }
-    let kernel = kernel::build(cfg, &dtypes(args))?;
+    valid(validate(cfg, args))?;
+    let kernel = kernel::build(cfg, &dtypes(args)).map_err(RunError::Build)?;
     let grid = [cfg.cluster(), cfg.heads, args.requests() as u32];
     let scalars = vec![
         ScalarArg::F32(args.lower_bound),

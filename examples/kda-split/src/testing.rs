@@ -137,3 +137,111 @@ pub fn rel_error_f32(a: &[f32], b: &[f32]) -> f64 {
     let b: Vec<f64> = b.iter().map(|&v| f64::from(v)).collect();
     crate::compare::rel_error(&a, &b)
 }
+
+/// Compiles `kernel` and assembles its PTX with `ptxas -arch=sm_90a`,
+/// printing registers, spills, stack and shared memory after `label`; true
+/// when nothing spills (with `KDA_SKIP_PTXAS` set: once it compiles).
+pub fn assembles_without_spills(label: &str, kernel: &kda_ir::Kernel) -> bool {
+    use kda_ir::pipeline::{Options, compile};
+    let compiled = compile(kernel, &Options::default()).unwrap_or_else(|e| panic!("{label}: {e}"));
+    if std::env::var_os("KDA_SKIP_PTXAS").is_some() {
+        return true;
+    }
+    let report = kda_ir::ptxas::assemble(&compiled.ptx).unwrap_or_else(|e| {
+        panic!("{label}: {e}\n(run `bash scripts/provision-ptxas.sh` to install ptxas)")
+    });
+    println!(
+        "{label}: {} registers, {} B spill stores, {} B spill loads, {} B stack, {} B smem",
+        report.registers,
+        report.spill_stores,
+        report.spill_loads,
+        report.stack_frame,
+        compiled.layout.bytes
+    );
+    let clean = (report.spill_stores, report.spill_loads) == (0, 0);
+    if !clean {
+        println!("{label} SPILLS:\n{}", report.log);
+    }
+    clean
+}
+
+/// How two runs of one launch agree (a GPU run and the simulator's).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Agreement {
+    /// Output elements that differ.
+    pub outputs_differing: usize,
+    /// Largest output difference in bf16 ulps.
+    pub max_ulp: u32,
+    /// Largest `|a - b|` over the state.
+    pub state_max_diff: f32,
+    /// The conv states are bit-identical.
+    pub conv_identical: bool,
+}
+
+impl Agreement {
+    pub fn of(a: &crate::Actual, b: &crate::Actual) -> Agreement {
+        let outputs = a.output.iter().zip(&b.output);
+        Agreement {
+            outputs_differing: outputs.clone().filter(|(x, y)| x != y).count(),
+            max_ulp: outputs
+                .map(|(x, y)| crate::compare::ulp_distance(*x, *y))
+                .max()
+                .unwrap_or(0),
+            state_max_diff: a
+                .state
+                .iter()
+                .zip(&b.state)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max),
+            conv_identical: a.conv_state == b.conv_state,
+        }
+    }
+}
+
+impl std::fmt::Display for Agreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} outputs differ (max {} bf16 ulp), state max |diff| {:.2e}, conv state {}",
+            self.outputs_differing,
+            self.max_ulp,
+            self.state_max_diff,
+            if self.conv_identical {
+                "identical"
+            } else {
+                "DIFFERS"
+            }
+        )
+    }
+}
+
+/// The verdicts of a matrix test, one per configuration: each is printed
+/// (`ok`, `FAIL` with the report, `ERR` with the error) and failures are
+/// collected for [`Verdicts::assert_all_passed`].
+#[derive(Debug, Default)]
+pub struct Verdicts {
+    failed: Vec<String>,
+}
+
+impl Verdicts {
+    /// Records a run's `report` (`ok` also needs `extra_ok`), with `note`
+    /// after the label.
+    pub fn record(&mut self, label: &str, report: &crate::Report, extra_ok: bool, note: &str) {
+        let passed = report.passed() && extra_ok;
+        println!("{} {label}{note}", if passed { "ok  " } else { "FAIL" });
+        if !passed {
+            println!("{report}");
+            self.failed.push(label.to_string());
+        }
+    }
+
+    /// Records a run that did not happen.
+    pub fn error(&mut self, label: &str, error: impl std::fmt::Display) {
+        println!("ERR  {label}: {error}");
+        self.failed.push(label.to_string());
+    }
+
+    pub fn assert_all_passed(&self) {
+        assert!(self.failed.is_empty(), "failed: {:#?}", self.failed);
+    }
+}

@@ -5,32 +5,13 @@
 mod common;
 
 use common::MATRIX;
-use kda_ir::pipeline::{Options, compile};
 use kda_split::KdaConfig;
 use kda_split::kernel::{Dtypes, build};
+use kda_split::testing::assembles_without_spills;
 
 fn assemble(label: &str, cfg: &KdaConfig) -> bool {
     let kernel = build(cfg, &Dtypes::default()).expect("bf16 arguments are supported");
-    let compiled = compile(&kernel, &Options::default()).unwrap_or_else(|e| panic!("{label}: {e}"));
-    if std::env::var_os("KDA_SKIP_PTXAS").is_some() {
-        return true;
-    }
-    let report = kda_ir::ptxas::assemble(&compiled.ptx).unwrap_or_else(|e| {
-        panic!("{label}: {e}\n(run `bash scripts/provision-ptxas.sh` to install ptxas)")
-    });
-    println!(
-        "{label}: {} registers, {} B spill stores, {} B spill loads, {} B stack, {} B dynamic smem",
-        report.registers,
-        report.spill_stores,
-        report.spill_loads,
-        report.stack_frame,
-        compiled.layout.bytes
-    );
-    let clean = (report.spill_stores, report.spill_loads) == (0, 0);
-    if !clean {
-        println!("{label} SPILLS:\n{}", report.log);
-    }
-    clean
+    assembles_without_spills(label, &kernel)
 }
 
 #[test]

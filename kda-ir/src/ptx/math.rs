@@ -1,5 +1,5 @@
 //! f32 transcendental and reciprocal ops: `neg`, `abs`, `exp`, `exp2`,
-//! `rsqrt`, `sqrt`, `sigmoid`, `rcp`.
+//! `rsqrt`, `sqrt`, `sigmoid`, `rcp`, and the approximate `lg2.approx`.
 //!
 //! `fast` forms are the SFU approximations the seed uses with fast math
 //! (`ex2.approx.ftz` after a multiply by log2(e), `rcp.approx.ftz`,
@@ -73,6 +73,7 @@ impl Emitter<'_> {
             }
             UnOp::Rcp { fast: true } => self.ins(format!("rcp.approx.ftz.f32 {d}, {a}")),
             UnOp::Rcp { fast: false } => self.ins(format!("rcp.rn.f32 {d}, {a}")),
+            UnOp::Log2Approx => self.ins(format!("lg2.approx.ftz.f32 {d}, {a}")),
         }
     }
 

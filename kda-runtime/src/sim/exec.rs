@@ -253,6 +253,7 @@ fn un_f32(op: UnOp, x: f32) -> f32 {
             | UnOp::Rsqrt { fast: true }
             | UnOp::Sigmoid { fast: true }
             | UnOp::Rcp { fast: true }
+            | UnOp::Log2Approx
     );
     if fast {
         // The approximate instructions flush subnormal inputs and results.
@@ -271,6 +272,7 @@ fn un_precise(op: UnOp, x: f32) -> f32 {
         UnOp::Sqrt => x.sqrt(),
         UnOp::Sigmoid { .. } => 1.0 / (1.0 + (-x).exp()),
         UnOp::Rcp { .. } => 1.0 / x,
+        UnOp::Log2Approx => x.log2(),
         UnOp::Not => unreachable!("rejected by the decoder"),
     }
 }

@@ -125,7 +125,7 @@ fn execute_on<D: Timed>(
     );
     let start = Instant::now();
     let prepared = run::prepare(dev, cfg, args).map_err(|e| match e {
-        RunError::Args(_) | RunError::Dtypes(_) => Failure::input(e.to_string()),
+        RunError::Args(_) | RunError::Build(_) => Failure::input(e.to_string()),
         RunError::Runtime(e) => runtime("preparing the launch", e),
     })?;
     phase(

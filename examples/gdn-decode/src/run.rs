@@ -1,0 +1,99 @@
+//! Run the GDN decode kernel on any `kda_runtime::Device`: validate the
+//! arguments (a bad call touches nothing), build the kernel for the call's
+//! dtypes, specialise it on the call's strides, upload each tensor's storage
+//! as it is, launch on the grid `(HV, B)` (clusters of the G v-heads of a
+//! k-head) and read back what the kernel writes. The device plumbing is
+//! KdaSplit's ([`kda_split::run::Prepared`]).
+
+use kda_ir::{Kernel, Scalar};
+use kda_runtime::{Device, RuntimeError, ScalarArg};
+use kda_split::run::{Prepared, scalar, specialize, valid};
+use kda_split::{Actual, HostTensor};
+
+use crate::args::{Arg, GdnArgs};
+use crate::config::GdnConfig;
+use crate::kernel::{self, BuildError, Dtypes, Schedule};
+use crate::validate::{ArgError, validate};
+
+/// Why a run did not happen (KdaSplit's error with this crate's argument
+/// and build errors).
+pub type RunError = kda_split::run::RunError<ArgError, BuildError>;
+
+/// The argument dtypes the kernel is specialised for (an absent bias counts
+/// as bf16).
+pub fn dtypes(args: &GdnArgs) -> Dtypes {
+    Dtypes {
+        conv_weight: scalar(args.conv_weight.dtype()),
+        conv_bias: args
+            .conv_bias
+            .as_ref()
+            .map_or(Scalar::BF16, |b| scalar(b.dtype())),
+        norm_weight: scalar(args.norm_weight.dtype()),
+    }
+}
+
+/// The tensors in kernel parameter order (crate doc §1; absent optionals and
+/// scalars left out).
+pub fn tensor_args(args: &GdnArgs) -> Vec<&HostTensor> {
+    Arg::ALL.iter().filter_map(|&a| args.tensor(a)).collect()
+}
+
+/// The kernel for this configuration, specialised for these arguments'
+/// dtypes and strides.
+pub fn kernel_for(
+    cfg: &GdnConfig,
+    args: &GdnArgs,
+    schedule: &Schedule,
+) -> Result<Kernel, RunError> {
+    let kernel = kernel::build(cfg, &dtypes(args), schedule).map_err(RunError::Build)?;
+    Ok(specialize(kernel, &tensor_args(args))?.0)
+}
+
+/// Validate, build, load and upload.
+pub fn prepare<D: Device>(
+    dev: &D,
+    cfg: &GdnConfig,
+    args: &GdnArgs,
+    schedule: &Schedule,
+) -> Result<Prepared<D>, RunError> {
+    valid(validate(cfg, args))?;
+    let kernel = kernel::build(cfg, &dtypes(args), schedule).map_err(RunError::Build)?;
+    let grid = [cfg.num_v_heads, args.requests() as u32, 1];
+    let scalars = vec![ScalarArg::F32(args.scale), ScalarArg::F32(args.eps)];
+    let tensors = tensor_args(args);
+    Ok(Prepared::new(dev, kernel, &tensors, grid, scalars)?)
+}
+
+/// Read back output, state and conv state of a launch of `args`.
+pub fn results<D: Device>(
+    dev: &D,
+    prepared: &Prepared<D>,
+    args: &GdnArgs,
+) -> Result<Actual, RuntimeError> {
+    let position = |arg: Arg| {
+        Arg::ALL
+            .iter()
+            .filter(|a| args.tensor(**a).is_some())
+            .position(|&a| a == arg)
+            .expect("written tensors are always passed")
+    };
+    let written = [Arg::Output, Arg::State, Arg::ConvState].map(position);
+    prepared.actual(dev, &tensor_args(args), written)
+}
+
+/// Validate, run once with the default schedule and read back.
+pub fn run<D: Device>(dev: &D, cfg: &GdnConfig, args: &GdnArgs) -> Result<Actual, RunError> {
+    run_with(dev, cfg, args, &Schedule::default())
+}
+
+/// Validate, run once with `schedule` and read back.
+pub fn run_with<D: Device>(
+    dev: &D,
+    cfg: &GdnConfig,
+    args: &GdnArgs,
+    schedule: &Schedule,
+) -> Result<Actual, RunError> {
+    let prepared = prepare(dev, cfg, args, schedule)?;
+    prepared.launch(dev)?;
+    Ok(results(dev, &prepared, args)?)
+}

@@ -1,0 +1,99 @@
+//! The configuration matrix shared by the simulator, ptxas and GPU tests:
+//! every T = 1..4, bias on and off, head groupings G = 1, 2, 4 and 8, every
+//! lane width, bf16 and f32 weights, both conv-state layouts, extra conv and
+//! slot columns; every case has padding requests and write holes drawn at
+//! 25 % (the seeds are chosen so that both occur).
+#![allow(dead_code)] // each test binary uses its own subset
+
+use gdn_decode::kernel::Schedule;
+use gdn_decode::{ConvLayout, GdnArgs, GdnConfig, GenOptions, generate};
+
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub num_k_heads: u32,
+    pub num_v_heads: u32,
+    pub tokens: u32,
+    pub has_bias: bool,
+    pub requests: usize,
+    pub lanes: u32,
+    /// f32 conv weights, bias and norm weight; SD conv layout with a spare
+    /// conv column and spare slot columns.
+    pub variant: bool,
+}
+
+const fn p(
+    num_k_heads: u32,
+    num_v_heads: u32,
+    tokens: u32,
+    has_bias: bool,
+    requests: usize,
+    lanes: u32,
+    variant: bool,
+) -> Point {
+    Point {
+        num_k_heads,
+        num_v_heads,
+        tokens,
+        has_bias,
+        requests,
+        lanes,
+        variant,
+    }
+}
+
+pub const MATRIX: &[Point] = &[
+    p(1, 1, 1, false, 4, 8, false),
+    p(2, 4, 1, true, 3, 16, true),
+    p(1, 8, 1, false, 2, 16, false),
+    p(1, 2, 2, true, 4, 8, false),
+    p(2, 2, 2, false, 3, 32, true),
+    p(1, 2, 3, false, 4, 16, true),
+    p(1, 4, 3, true, 3, 8, false),
+    p(2, 4, 4, true, 3, 8, true),
+    p(1, 1, 4, false, 4, 16, false),
+];
+
+impl Point {
+    pub fn config(&self) -> GdnConfig {
+        GdnConfig::new(
+            self.num_k_heads,
+            self.num_v_heads,
+            self.tokens,
+            self.has_bias,
+        )
+        .unwrap_or_else(|e| panic!("{self:?}: {e}"))
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        Schedule { lanes: self.lanes }
+    }
+
+    pub fn options(&self, seed: u64) -> GenOptions {
+        let o = GenOptions::new(self.requests).seed(seed);
+        if self.variant {
+            o.weights_f32(true)
+                .conv_layout(ConvLayout::Sd)
+                .conv_extra(1)
+                .slot_extra(1)
+        } else {
+            o
+        }
+    }
+
+    pub fn args(&self, seed: u64) -> GdnArgs {
+        generate(&self.config(), &self.options(seed))
+    }
+
+    pub fn label(&self) -> String {
+        format!(
+            "HK{} HV{} T{} bias{} B{} lanes{}{}",
+            self.num_k_heads,
+            self.num_v_heads,
+            self.tokens,
+            self.has_bias as u8,
+            self.requests,
+            self.lanes,
+            if self.variant { " f32-weights SD" } else { "" }
+        )
+    }
+}
