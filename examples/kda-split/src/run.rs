@@ -247,3 +247,23 @@ pub fn run<D: Device>(dev: &D, cfg: &KdaConfig, args: &KdaArgs) -> Result<Actual
     prepared.launch(dev)?;
     Ok(prepared.results(dev, args)?)
 }
+
+impl Prepared<kda_runtime::CudaDevice> {
+    /// Median GPU time of one launch, in µs: `steps` PDL-chained launches of
+    /// this prepared step captured in one graph, replayed `replays` times
+    /// (after a warm-up), CUDA-event timed. The launches reuse the same
+    /// buffers: the state stays in L2 when it fits (the `bench` command of
+    /// kda-split rotates slots for that; this helper does not).
+    pub fn time_step(
+        &self,
+        dev: &kda_runtime::CudaDevice,
+        steps: usize,
+        replays: usize,
+    ) -> Result<f32, RuntimeError> {
+        let graph =
+            kda_runtime::Graph::capture(dev, |dev| (0..steps).try_for_each(|_| self.launch(dev)))?;
+        graph.replay()?;
+        let ms = graph.time_replays(dev, replays)?;
+        Ok(kda_runtime::cuda::median(&ms) * 1000.0 / steps as f32)
+    }
+}
