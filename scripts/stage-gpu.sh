@@ -35,8 +35,11 @@ tests=$(cargo test --workspace --release --locked --no-run --message-format=json
 echo "== building benches"
 benches=$(cargo bench --workspace --locked --no-run --message-format=json --bench '*' | executables bench)
 
+echo "== building the flagship CLI (main job, bench, autotune)"
+cargo build --release --locked -p kda-split --bin kda-split
+
 rm -rf "$stage"
-mkdir -p "$stage/tests" "$stage/bench"
+mkdir -p "$stage/tests" "$stage/bench" "$stage/bin"
 strip_cmd=$(command -v strip || true)
 stage_bin() { # <folder> <name> <path>
     local dest="$stage/$1/$2"
@@ -53,6 +56,7 @@ done <<<"$tests"
 while IFS=$'\t' read -r name path; do
     [[ -n "$name" ]] && stage_bin bench "$name" "$path"
 done <<<"$benches"
+stage_bin bin kda-split target/release/kda-split
 if [[ ! -x "$stage/tests/gpu_demo" ]]; then
     echo "error: no gpu_demo test binary was built" >&2
     exit 1
@@ -134,6 +138,10 @@ done
 for b in "$here"/bench/*; do
     step "bench-$(basename "$b")" "$b"
 done
+
+# The flagship's main job (on the GPU) and its benchmark sweep.
+step "main-job" "$here/bin/kda-split"
+step "bench-kda-split" "$here/bin/kda-split" bench --json "$out/bench-kda-split.json"
 
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 exit $status
