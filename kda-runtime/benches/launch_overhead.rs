@@ -1,5 +1,6 @@
 //! Launch overhead on the GPU: chains of launches of a minimal kernel (one
-//! cluster of 1 or 2 CTAs that waits for its predecessor and counts itself),
+//! cluster of 1 or 2 CTAs that waits for its predecessor and marks its own
+//! slot; built with the IR builder in `tests/common/kernels.rs`),
 //! with and without PDL, replayed from a CUDA graph and issued directly on the
 //! stream; plus the DSMEM exchange demo when the PTX backend can compile it.
 //! Prints a markdown table of median µs per launch.
@@ -9,36 +10,22 @@
 
 use std::process::ExitCode;
 
-use kda_ir::{Access, Builder, Dim, Kernel, LaunchDecl, Provenance, Scalar};
 use kda_runtime::cuda::median;
-use kda_runtime::{CudaBuffer, CudaDevice, CudaKernel, Device, Graph, LaunchConfig, RuntimeError};
+use kda_runtime::{CudaDevice, Device, Graph, LaunchConfig, RuntimeError, ScalarArg};
 
-const COUNT_LAUNCHES: &str = include_str!("../tests/ptx/count_launches.ptx");
+#[path = "../tests/common/kernels.rs"]
+mod kernels;
+
 /// Launches per chain: enough that per-replay costs are spread thin.
 const CHAIN: usize = 64;
 const WARMUP: usize = 10;
 const REPLAYS: usize = 200;
 const STREAM_CHAINS: usize = 50;
 
-/// The declarations of `count_launches.ptx` in clusters of `cluster` CTAs.
-fn count_launches(cluster: u32) -> Kernel {
-    let mut b = Builder::new(
-        "count_launches",
-        LaunchDecl {
-            block: 32,
-            cluster,
-            min_blocks_per_sm: None,
-        },
-    );
-    b.tensor(
-        "out",
-        Scalar::U32,
-        &[Dim::Const(1)],
-        &[Dim::Const(1)],
-        Provenance::Ready,
-        Access::ReadWrite,
-    );
-    b.finish()
+/// What `count_launches` writes to its slot in the chain captured in the
+/// graph (round 0) and in the chains issued on the stream (rounds 1..).
+fn mark(slot: usize, round: usize) -> u32 {
+    (round * 1000 + slot + 1) as u32
 }
 
 struct Row {
@@ -49,47 +36,71 @@ struct Row {
     stream_us: f32,
 }
 
+/// One launch: slot `slot` of a chain, in round `round` (0: the chain
+/// captured in the graph; 1..: the chains issued on the stream).
+type Launch<'a> = dyn Fn(&CudaDevice, usize, usize) -> Result<(), RuntimeError> + 'a;
+
 /// Median µs per launch of chains of `CHAIN` launches, replayed from a graph
-/// and issued on the stream. Returns how many launches ran, for a check.
+/// and issued on the stream. `check(round)` runs after the graph replays
+/// (round 0) and after the last stream chain (round `STREAM_CHAINS`).
 fn measure(
     dev: &CudaDevice,
-    module: &CudaKernel,
-    cfg: &LaunchConfig,
-    tensors: &[&CudaBuffer],
-) -> Result<(f32, f32, usize), RuntimeError> {
-    let chain = |dev: &CudaDevice| (0..CHAIN).try_for_each(|_| dev.launch(module, cfg, tensors));
-    let graph = Graph::capture(dev, chain)?;
+    launch: &Launch,
+    check: &dyn Fn(usize) -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<(f32, f32), Box<dyn std::error::Error>> {
+    let chain =
+        |dev: &CudaDevice, round: usize| (0..CHAIN).try_for_each(|slot| launch(dev, slot, round));
+    let graph = Graph::capture(dev, |dev| chain(dev, 0))?;
     for _ in 0..WARMUP {
         graph.replay()?;
     }
     let replays = graph.time_replays(dev, REPLAYS)?;
+    check(0)?;
     let mut chains = Vec::with_capacity(STREAM_CHAINS);
-    for _ in 0..STREAM_CHAINS {
-        chains.push(dev.time(chain)?);
+    for round in 1..=STREAM_CHAINS {
+        chains.push(dev.time(|dev| chain(dev, round))?);
     }
+    check(STREAM_CHAINS)?;
     let per_launch_us = |ms: &[f32]| median(ms) * 1e3 / CHAIN as f32;
-    let launched = CHAIN * (WARMUP + REPLAYS + STREAM_CHAINS);
-    Ok((per_launch_us(&replays), per_launch_us(&chains), launched))
+    Ok((per_launch_us(&replays), per_launch_us(&chains)))
 }
 
 fn bench(dev: &CudaDevice) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let mut rows = Vec::new();
     for cluster in [1, 2] {
-        let module = dev.load_ptx(&count_launches(cluster), COUNT_LAUNCHES, 0)?;
+        let module = dev.load(&kernels::count_launches(cluster, CHAIN as u32))?;
         for pdl in [false, true] {
-            let counter = dev.upload(&[0; 4])?;
-            let cfg = LaunchConfig {
-                grid: [cluster, 1, 1],
-                pdl,
-                ..Default::default()
+            let slots = dev.upload(&[0; 4 * CHAIN])?;
+            let launch = |dev: &CudaDevice, slot: usize, round: usize| {
+                let cfg = LaunchConfig {
+                    grid: [cluster, 1, 1],
+                    pdl,
+                    syms: vec![],
+                    scalars: vec![
+                        ScalarArg::U32(slot as u32),
+                        ScalarArg::U32(mark(slot, round)),
+                    ],
+                };
+                dev.launch(&module, &cfg, &[&slots])
             };
-            let (graph_us, stream_us, launched) = measure(dev, &module, &cfg, &[&counter])?;
-            let counted = u32::from_le_bytes(dev.download(&counter)?.try_into().expect("4 bytes"));
-            if counted as usize != launched {
-                return Err(
-                    format!("count_launches: {launched} launches issued, {counted} ran").into(),
-                );
-            }
+            // Every launch wrote its own slot, with the mark it was issued with.
+            let check = |round: usize| -> Result<(), Box<dyn std::error::Error>> {
+                let got: Vec<u32> = dev
+                    .download(&slots)?
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+                    .collect();
+                let want: Vec<u32> = (0..CHAIN).map(|s| mark(s, round)).collect();
+                if got != want {
+                    return Err(format!(
+                        "count_launches (cluster {cluster}, pdl {pdl}, round {round}): \
+                         slots {got:?}, issued {want:?}"
+                    )
+                    .into());
+                }
+                Ok(())
+            };
+            let (graph_us, stream_us) = measure(dev, &launch, &check)?;
             rows.push(Row {
                 name: "count_launches",
                 cluster,
@@ -113,7 +124,9 @@ fn bench(dev: &CudaDevice) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
                     syms: vec![n_rows as i64],
                     scalars: vec![],
                 };
-                let (graph_us, stream_us, _) = measure(dev, &module, &cfg, &[&src, &dst])?;
+                let launch =
+                    |dev: &CudaDevice, _: usize, _: usize| dev.launch(&module, &cfg, &[&src, &dst]);
+                let (graph_us, stream_us) = measure(dev, &launch, &|_| Ok(()))?;
                 rows.push(Row {
                     name: "dsmem_exchange",
                     cluster,

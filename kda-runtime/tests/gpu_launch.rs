@@ -1,81 +1,31 @@
-//! The CUDA runtime on hand-written PTX, independent of the PTX backend:
-//! parameter packing, cluster and PDL launch attributes, stream-ordered and
-//! graph-captured chains, the module cache, timing and error reports.
-//! Skips (printing why) where there is no CUDA driver.
+//! The CUDA runtime on small kernels built with the IR builder and compiled
+//! by `kda_ir::pipeline` (`common::kernels`): parameter packing, clusters
+//! declared by the backend (`.reqnctapercluster`, up to the non-portable 16),
+//! PDL launches, stream-ordered and graph-captured chains, loading PTX text
+//! with `load_ptx`, the module cache, timing and error reports. These tests
+//! therefore also depend on the PTX backend for these few ops; the kernels
+//! are kept minimal so a failure here points at the runtime first.
+//! The kernels are also run on the CPU simulator, which needs no driver.
+//! The GPU tests skip (printing why) where there is no CUDA driver.
 
 mod common;
 
+use common::kernels::{SCALE_BLOCK, cluster_ids, count_launches, pdl_scale};
 use common::{bytes_f32, bytes_u32, f32_bytes, gpu};
-use kda_ir::{Access, Builder, Dim, Kernel, LaunchDecl, Provenance, Scalar};
+use kda_ir::pipeline::{self, Options};
 use kda_runtime::{
     CudaBuffer, CudaDevice, CudaKernel, Device, Graph, LaunchConfig, RuntimeError, ScalarArg,
+    SimDevice,
 };
-
-const PDL_SCALE: &str = include_str!("ptx/pdl_scale.ptx");
-const CLUSTER_IDS: &str = include_str!("ptx/cluster_ids.ptx");
-
-/// The declarations `ptx/pdl_scale.ptx` was written for: `dst = k·src + 1`.
-fn pdl_scale_decl() -> Kernel {
-    let mut b = Builder::new(
-        "pdl_scale",
-        LaunchDecl {
-            block: 128,
-            cluster: 1,
-            min_blocks_per_sm: None,
-        },
-    );
-    let n = b.sym("n");
-    let vector = [Dim::Sym(n)];
-    b.tensor(
-        "src",
-        Scalar::F32,
-        &vector,
-        &[Dim::Const(1)],
-        Provenance::Produced,
-        Access::Read,
-    );
-    b.tensor(
-        "dst",
-        Scalar::F32,
-        &vector,
-        &[Dim::Const(1)],
-        Provenance::Ready,
-        Access::Write,
-    );
-    b.scalar("k", Scalar::F32);
-    b.finish()
-}
-
-/// The declarations of `ptx/cluster_ids.ptx` for `ctas` CTAs in clusters of `cluster`.
-fn cluster_ids_decl(cluster: u32, ctas: u32) -> Kernel {
-    let mut b = Builder::new(
-        "cluster_ids",
-        LaunchDecl {
-            block: 32,
-            cluster,
-            min_blocks_per_sm: None,
-        },
-    );
-    let out = [Dim::Const(2 * ctas as u64)];
-    b.tensor(
-        "out",
-        Scalar::U32,
-        &out,
-        &[Dim::Const(1)],
-        Provenance::Ready,
-        Access::Write,
-    );
-    b.finish()
-}
 
 const N: usize = 1000;
 
 fn scale(k: f32) -> LaunchConfig {
     LaunchConfig {
-        grid: [N.div_ceil(128) as u32, 1, 1],
+        grid: [N.div_ceil(SCALE_BLOCK as usize) as u32, 1, 1],
         pdl: true,
         syms: vec![N as i64],
-        scalars: vec![ScalarArg::F32(k)],
+        scalars: vec![ScalarArg::F32(k), ScalarArg::U32(N as u32)],
     }
 }
 
@@ -108,7 +58,7 @@ fn chain_buffers(dev: &CudaDevice) -> (CudaBuffer, CudaBuffer) {
 fn pdl_chain_on_the_stream() {
     let Some(dev) = gpu() else { return };
     println!("{}", dev.describe());
-    let k = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
+    let k = dev.load(&pdl_scale()).unwrap();
     let (a, b) = chain_buffers(&dev);
     for _ in 0..3 {
         step(&dev, &k, &a, &b).unwrap();
@@ -120,7 +70,7 @@ fn pdl_chain_on_the_stream() {
 #[test]
 fn pdl_chain_captured_in_a_graph_and_replayed() {
     let Some(dev) = gpu() else { return };
-    let k = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
+    let k = dev.load(&pdl_scale()).unwrap();
     let (a, b) = chain_buffers(&dev);
     let graph = Graph::capture(&dev, |dev| step(dev, &k, &a, &b)).unwrap();
     assert_eq!(graph.launches(), 2);
@@ -139,7 +89,7 @@ fn pdl_chain_captured_in_a_graph_and_replayed() {
 #[test]
 fn graph_keeps_its_buffers_alive() {
     let Some(dev) = gpu() else { return };
-    let k = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
+    let k = dev.load(&pdl_scale()).unwrap();
     let (a, b) = chain_buffers(&dev);
     let graph = Graph::capture(&dev, |dev| step(dev, &k, &a, &b)).unwrap();
     let a_again = a.clone();
@@ -148,14 +98,22 @@ fn graph_keeps_its_buffers_alive() {
     expect_a(&dev, &a_again, 1);
 }
 
+/// `cluster_ids` compiled by the pipeline: its PTX and its layout's bytes.
+fn compiled_cluster_ids(cluster: u32, ctas: u32) -> (String, u32) {
+    let c = pipeline::compile(&cluster_ids(cluster, ctas), &Options::default()).unwrap();
+    (c.ptx, c.layout.bytes)
+}
+
 #[test]
-fn cluster_shape_comes_from_the_launch() {
+fn cluster_shape_comes_from_the_backend() {
     let Some(dev) = gpu() else { return };
     // 16 is above the portable 8: the device opts the function in.
     for (cluster, ctas) in [(2u32, 8u32), (4, 16), (16, 32)] {
-        let k = dev
-            .load_ptx(&cluster_ids_decl(cluster, ctas), CLUSTER_IDS, 0)
-            .unwrap();
+        let k = dev.load(&cluster_ids(cluster, ctas)).unwrap();
+        // The backend fixes the cluster in the PTX; the runtime then launches
+        // without the cluster attribute and the driver applies the directive.
+        let directive = format!(".reqnctapercluster {cluster}, 1, 1");
+        assert!(k.ptx().contains(&directive), "{}", k.ptx());
         let out = dev.upload(&vec![0xff; 8 * ctas as usize]).unwrap();
         let cfg = LaunchConfig {
             grid: [ctas, 1, 1],
@@ -163,33 +121,170 @@ fn cluster_shape_comes_from_the_launch() {
         };
         dev.launch(&k, &cfg, &[&out]).unwrap();
         let got = bytes_u32(&dev.download(&out).unwrap());
-        let want: Vec<u32> = (0..ctas).flat_map(|c| [c % cluster, cluster]).collect();
+        let want: Vec<u32> = (0..ctas).flat_map(|c| [c % cluster, c]).collect();
         assert_eq!(got, want, "clusters of {cluster}");
     }
-    // One PTX text, one module, whatever the launch shape.
-    assert_eq!(dev.loaded_modules(), 1);
+    // One PTX text per cluster shape, one module each.
+    assert_eq!(dev.loaded_modules(), 3);
+
+    // PTX that fixes clusters of 2 loaded for a kernel that declares 4: the
+    // runtime reads the directive back from the function and refuses.
+    let (ptx, smem) = compiled_cluster_ids(2, 8);
+    let err = dev.load_ptx(&cluster_ids(4, 8), &ptx, smem).unwrap_err();
+    assert!(
+        err.to_string().contains("the PTX fixes clusters of 2 CTAs"),
+        "{err}"
+    );
 }
 
 #[test]
 fn modules_are_cached_by_content() {
     let Some(dev) = gpu() else { return };
-    let k1 = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
-    let k2 = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
+    let k1 = dev.load(&pdl_scale()).unwrap();
+    let k2 = dev.load(&pdl_scale()).unwrap();
     assert_eq!(k1.content_hash(), k2.content_hash());
     assert_eq!(dev.loaded_modules(), 1);
-    dev.load_ptx(&cluster_ids_decl(2, 2), CLUSTER_IDS, 0)
-        .unwrap();
+    // The same text through `load_ptx` hits the same module.
+    let k3 = dev.load_ptx(&pdl_scale(), k1.ptx(), 0).unwrap();
+    assert_eq!(k3.content_hash(), k1.content_hash());
+    assert_eq!(dev.loaded_modules(), 1);
+    dev.load(&cluster_ids(2, 2)).unwrap();
     assert_eq!(dev.loaded_modules(), 2);
     let r = k1.resources();
     assert_eq!((r.local_bytes, r.dyn_smem_bytes), (0, 0), "{r:?}");
-    assert!(r.max_threads_per_block >= 128, "{r:?}");
+    assert!(r.max_threads_per_block >= SCALE_BLOCK, "{r:?}");
     println!("pdl_scale: {r:?}\n{}", k1.jit_log());
+}
+
+#[test]
+fn load_ptx_runs_pipeline_output() {
+    let Some(dev) = gpu() else { return };
+    // `load_ptx` takes PTX text from elsewhere: here the pipeline's own
+    // output, compiled outside the device, with the layout's shared bytes.
+    let kernel = pdl_scale();
+    let compiled = pipeline::compile(&kernel, &Options::default()).unwrap();
+    let k = dev
+        .load_ptx(&kernel, &compiled.ptx, compiled.layout.bytes)
+        .unwrap();
+    assert_eq!(k.ptx(), compiled.ptx);
+    let (a, b) = chain_buffers(&dev);
+    for _ in 0..2 {
+        step(&dev, &k, &a, &b).unwrap();
+    }
+    expect_a(&dev, &a, 2);
+}
+
+/// Launches per chain in [`launch_chain_marks_every_slot`], as in the bench.
+const CHAIN: u32 = 64;
+
+/// What launch `slot` of round `round` writes.
+fn mark(slot: u32, round: u32) -> u32 {
+    round * 1000 + slot + 1
+}
+
+#[test]
+fn launch_chain_marks_every_slot() {
+    let Some(dev) = gpu() else { return };
+    for cluster in [1u32, 2] {
+        let k = dev.load(&count_launches(cluster, CHAIN)).unwrap();
+        for pdl in [false, true] {
+            let out = dev.upload(&vec![0; 4 * CHAIN as usize]).unwrap();
+            let chain = |dev: &CudaDevice, round: u32| {
+                (0..CHAIN).try_for_each(|slot| {
+                    let cfg = LaunchConfig {
+                        grid: [cluster, 1, 1],
+                        pdl,
+                        syms: vec![],
+                        scalars: vec![ScalarArg::U32(slot), ScalarArg::U32(mark(slot, round))],
+                    };
+                    dev.launch(&k, &cfg, &[&out])
+                })
+            };
+            let expect = |round: u32| {
+                let got = bytes_u32(&dev.download(&out).unwrap());
+                let want: Vec<u32> = (0..CHAIN).map(|s| mark(s, round)).collect();
+                assert_eq!(got, want, "cluster {cluster}, pdl {pdl}, round {round}");
+            };
+            let graph = Graph::capture(&dev, |dev| chain(dev, 1)).unwrap();
+            assert_eq!(graph.launches(), CHAIN as usize);
+            // Capturing ran nothing.
+            assert!(
+                bytes_u32(&dev.download(&out).unwrap())
+                    .iter()
+                    .all(|&m| m == 0)
+            );
+            graph.replay().unwrap();
+            expect(1);
+            chain(&dev, 2).unwrap();
+            expect(2);
+            graph.replay().unwrap();
+            expect(1);
+        }
+    }
+}
+
+/// The same kernels on the CPU simulator (no driver needed): PDL ordering
+/// checked by the simulator, ranks within clusters, and marked slots.
+#[test]
+fn kernels_run_on_the_simulator() {
+    let sim = SimDevice::default();
+    let k = sim.load(&pdl_scale()).unwrap();
+    let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let a = sim.upload(&f32_bytes(&a)).unwrap();
+    let b = sim.upload(&f32_bytes(&[0.0; N])).unwrap();
+    sim.launch(&k, &scale(2.0), &[&a, &b]).unwrap();
+    sim.launch(&k, &scale(0.5), &[&b, &a]).unwrap();
+    let got = bytes_f32(&sim.download(&a).unwrap());
+    let want: Vec<f32> = (0..N).map(|i| i as f32 + 1.5).collect();
+    assert_eq!(got, want);
+
+    for (cluster, ctas) in [(2u32, 8u32), (4, 16), (16, 32)] {
+        let k = sim.load(&cluster_ids(cluster, ctas)).unwrap();
+        let out = sim.upload(&vec![0xff; 8 * ctas as usize]).unwrap();
+        let cfg = LaunchConfig {
+            grid: [ctas, 1, 1],
+            ..Default::default()
+        };
+        sim.launch(&k, &cfg, &[&out]).unwrap();
+        let got = bytes_u32(&sim.download(&out).unwrap());
+        let want: Vec<u32> = (0..ctas).flat_map(|c| [c % cluster, c]).collect();
+        assert_eq!(got, want, "clusters of {cluster}");
+        let ptx = compiled_cluster_ids(cluster, ctas).0;
+        assert!(
+            ptx.contains(&format!(".reqnctapercluster {cluster}, 1, 1")),
+            "{ptx}"
+        );
+    }
+
+    let k = sim.load(&count_launches(2, CHAIN)).unwrap();
+    let out = sim.upload(&vec![0; 4 * CHAIN as usize]).unwrap();
+    for slot in 0..CHAIN {
+        let cfg = LaunchConfig {
+            grid: [2, 1, 1],
+            pdl: true,
+            syms: vec![],
+            scalars: vec![ScalarArg::U32(slot), ScalarArg::U32(mark(slot, 0))],
+        };
+        sim.launch(&k, &cfg, &[&out]).unwrap();
+    }
+    let got = bytes_u32(&sim.download(&out).unwrap());
+    assert_eq!(got, (0..CHAIN).map(|s| mark(s, 0)).collect::<Vec<_>>());
+
+    // The PTX keeps the intended PDL order: release at entry, wait later.
+    for kernel in [pdl_scale(), count_launches(1, CHAIN)] {
+        let ptx = pipeline::compile(&kernel, &Options::default()).unwrap().ptx;
+        let release = ptx
+            .find("griddepcontrol.launch_dependents")
+            .expect("release");
+        let wait = ptx.find("griddepcontrol.wait").expect("wait");
+        assert!(release < wait, "{ptx}");
+    }
 }
 
 #[test]
 fn bad_launches_and_bad_ptx_are_reported() {
     let Some(dev) = gpu() else { return };
-    let k = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
+    let k = dev.load(&pdl_scale()).unwrap();
     let (a, b) = chain_buffers(&dev);
 
     let err = dev.launch(&k, &scale(2.0), &[&a]).unwrap_err();
@@ -198,17 +293,20 @@ fn bad_launches_and_bad_ptx_are_reported() {
     let err = dev.launch(&k, &scale(2.0), &[&a, &small]).unwrap_err();
     assert!(err.to_string().contains("spans 4000 bytes"), "{err}");
 
-    let broken = PDL_SCALE.replace("fma.rn.f32", "fma.rx.f32");
-    let err = dev.load_ptx(&pdl_scale_decl(), &broken, 0).unwrap_err();
+    // The pipeline's pdl_scale text, damaged: an fma with no such rounding.
+    let ptx = k.ptx();
+    assert!(ptx.contains("fma.rn.f32"), "{ptx}");
+    let broken = ptx.replace("fma.rn.f32", "fma.rx.f32");
+    let err = dev.load_ptx(&pdl_scale(), &broken, 0).unwrap_err();
     let RuntimeError::Driver { call, msg, .. } = &err else {
         panic!("{err}")
     };
     assert_eq!(*call, "cuModuleLoadDataEx");
     assert!(msg.contains("JIT log"), "{msg}");
 
-    let mut renamed = pdl_scale_decl();
+    let mut renamed = pdl_scale();
     renamed.name = "no_such_entry".into();
-    let err = dev.load_ptx(&renamed, PDL_SCALE, 0).unwrap_err();
+    let err = dev.load_ptx(&renamed, k.ptx(), 0).unwrap_err();
     assert!(
         matches!(
             err,
@@ -228,7 +326,7 @@ fn bad_launches_and_bad_ptx_are_reported() {
 #[test]
 fn capture_refuses_synchronous_work_and_leaves_the_stream_usable() {
     let Some(dev) = gpu() else { return };
-    let k = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
+    let k = dev.load(&pdl_scale()).unwrap();
     let (a, b) = chain_buffers(&dev);
     let err = Graph::capture(&dev, |dev| {
         step(dev, &k, &a, &b)?;
@@ -246,7 +344,7 @@ fn capture_refuses_synchronous_work_and_leaves_the_stream_usable() {
 #[test]
 fn replays_are_timed() {
     let Some(dev) = gpu() else { return };
-    let k = dev.load_ptx(&pdl_scale_decl(), PDL_SCALE, 0).unwrap();
+    let k = dev.load(&pdl_scale()).unwrap();
     let (a, b) = chain_buffers(&dev);
     let graph = Graph::capture(&dev, |dev| step(dev, &k, &a, &b)).unwrap();
     graph.replay().unwrap();

@@ -3,6 +3,8 @@
 
 use kda_runtime::CudaDevice;
 
+pub mod kernels;
+
 /// GPU 0, or `None` after printing why the test is skipped. With
 /// `KDA_REQUIRE_GPU=1` (the staged GPU run sets it) a missing GPU fails the
 /// test instead, so a GPU run cannot pass by skipping.
