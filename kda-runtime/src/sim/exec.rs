@@ -772,30 +772,10 @@ pub(crate) fn run(
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    for (i, &x) in ix.iter().enumerate() {
-                        idx[i] = rd_idx(&w.regs, x, l);
-                    }
-                    let r = ix.len();
-                    let Some(off) = tv.offset(&idx[..r], elems) else {
-                        return Err(global_oob(
-                            k,
-                            *t,
-                            &idx[..r],
-                            tv,
-                            elems,
-                            site(w, cx, Some(l as u32)),
-                        ));
-                    };
-                    let byte = off * tv.dtype_bytes as u64;
-                    if !byte.is_multiple_of(*bytes as u64) {
-                        return Err(misaligned_global(
-                            k,
-                            *t,
-                            byte,
-                            *bytes,
-                            site(w, cx, Some(l as u32)),
-                        ));
-                    }
+                    let byte =
+                        global_byte(k, *t, tv, &w.regs, ix, &mut idx, l, elems, *bytes, || {
+                            site(w, cx, Some(l as u32))
+                        })?;
                     read_words(tv.mem, byte as usize, *bytes, &mut tmp[..nw]);
                     for (i, &v) in tmp[..nw].iter().enumerate() {
                         w.regs[(*d as usize + i) * 32 + l] = v;
@@ -819,30 +799,10 @@ pub(crate) fn run(
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    for (i, &x) in ix.iter().enumerate() {
-                        idx[i] = rd_idx(&w.regs, x, l);
-                    }
-                    let r = ix.len();
-                    let Some(off) = tv.offset(&idx[..r], elems) else {
-                        return Err(global_oob(
-                            k,
-                            *t,
-                            &idx[..r],
-                            tv,
-                            elems,
-                            site(w, cx, Some(l as u32)),
-                        ));
-                    };
-                    let byte = off * tv.dtype_bytes as u64;
-                    if !byte.is_multiple_of(*bytes as u64) {
-                        return Err(misaligned_global(
-                            k,
-                            *t,
-                            byte,
-                            *bytes,
-                            site(w, cx, Some(l as u32)),
-                        ));
-                    }
+                    let byte =
+                        global_byte(k, *t, tv, &w.regs, ix, &mut idx, l, elems, *bytes, || {
+                            site(w, cx, Some(l as u32))
+                        })?;
                     for (i, x) in tmp[..nw].iter_mut().enumerate() {
                         *x = w.regs[(*v as usize + i) * 32 + l];
                     }
@@ -1185,30 +1145,10 @@ pub(crate) fn run(
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    for (i, &x) in gidx.iter().enumerate() {
-                        idx[i] = rd_idx(&w.regs, x, l);
-                    }
-                    let r = gidx.len();
-                    let Some(off) = tv.offset(&idx[..r], elems) else {
-                        return Err(global_oob(
-                            k,
-                            *t,
-                            &idx[..r],
-                            tv,
-                            elems,
-                            site(w, cx, Some(l as u32)),
-                        ));
-                    };
-                    let gbyte = off * tv.dtype_bytes as u64;
-                    if !gbyte.is_multiple_of(16) {
-                        return Err(misaligned_global(
-                            k,
-                            *t,
-                            gbyte,
-                            16,
-                            site(w, cx, Some(l as u32)),
-                        ));
-                    }
+                    let gbyte =
+                        global_byte(k, *t, tv, &w.regs, gidx, &mut idx, l, elems, 16, || {
+                            site(w, cx, Some(l as u32))
+                        })?;
                     let i = rd_idx(&w.regs, *sidx, l);
                     let byte = match shared_byte(*sb, i, 16) {
                         Ok(b) => b,
@@ -1543,6 +1483,36 @@ fn shared_fault(
             site,
         })),
     }
+}
+
+/// Lane `l`'s byte offset into tensor `t` for an access of `align` bytes
+/// (`elems` elements) at the indices in `ix`, bounds- and alignment-checked.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn global_byte(
+    k: &kda_ir::Kernel,
+    t: u32,
+    tv: &TensorView<'_>,
+    regs: &[u32],
+    ix: &[Idx],
+    idx: &mut [i64; 8],
+    l: usize,
+    elems: u64,
+    align: u32,
+    site: impl Fn() -> Site,
+) -> Result<u64, SimError> {
+    for (i, &x) in ix.iter().enumerate() {
+        idx[i] = rd_idx(regs, x, l);
+    }
+    let r = ix.len();
+    let Some(off) = tv.offset(&idx[..r], elems) else {
+        return Err(global_oob(k, t, &idx[..r], tv, elems, site()));
+    };
+    let byte = off * tv.dtype_bytes as u64;
+    if !byte.is_multiple_of(align as u64) {
+        return Err(misaligned_global(k, t, byte, align, site()));
+    }
+    Ok(byte)
 }
 
 #[cold]
