@@ -53,6 +53,27 @@ fn random_interleavings_give_the_same_result() {
 }
 
 #[test]
+fn holding_back_a_cta_gives_the_same_result() {
+    // Grouped heads (a cluster of 4), T = 3. One CTA per cluster is held back until the others block or
+    // exit: its conv-tap loads must still precede rank 0's rewrite of them.
+    let point = &MATRIX[6];
+    let (cfg, args) = (point.config(), point.args(7));
+    let base = run_with(&SimDevice::new(), &cfg, &args, &point.schedule()).unwrap();
+    for seed in 1..7 {
+        let dev = SimDevice::with_options(SimOptions {
+            seed: Some(seed),
+            hold_back: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            base,
+            run_with(&dev, &cfg, &args, &point.schedule()).unwrap(),
+            "hold-back seed {seed} changed the result"
+        );
+    }
+}
+
+#[test]
 fn invalid_arguments_touch_nothing() {
     let point = &MATRIX[3];
     let (cfg, mut args) = (point.config(), point.args(1));

@@ -6,8 +6,10 @@
 //! sends). With [`ScheduleHints::early`] (the seed's `early >= 1`) the wait
 //! moves forward, within its region, past the instructions that follow it,
 //! stopping right before the first one that is, or (an `if`, `for`, `while`
-//! or `role`) contains, an `st.async`, a `cluster.arrive` or a
-//! `cluster.wait`; `bar.sync`, mbarrier waits and loads are passed. With no
+//! or `role`) contains, an `st.async`, a `cluster.arrive`, a
+//! `cluster.wait` or an `st.global` (the barrier may order a store after
+//! the peers' loads before their arrival); `bar.sync`, mbarrier waits and
+//! loads are passed. With no
 //! send after it, it ends at the end of its region: every thread that
 //! arrived still waits once before it exits. It never enters a nested
 //! region, so each thread still runs it exactly once, and it stays after
@@ -28,11 +30,13 @@ pub fn run(k: &mut Kernel) {
         return;
     }
     sink(k, &|op| *op == Op::ClusterWait, &|k, i| {
-        contains(k, i, &|k, j| {
-            matches!(
-                k.insts[j].op,
-                Op::StAsync { .. } | Op::ClusterArrive { .. } | Op::ClusterWait
-            )
+        contains(k, i, &|k, j| match k.insts[j].op {
+            Op::StAsync { .. } | Op::ClusterArrive { .. } | Op::ClusterWait => true,
+            // A global store the barrier may order after the peers' loads
+            // before their arrival (a shared value rewritten once all have
+            // read it).
+            Op::StGlobal { .. } => true,
+            _ => false,
         })
     });
 }
@@ -182,6 +186,45 @@ mod tests {
         );
         let rs = top_regions(&k);
         assert_eq!(names(&k, rs[0]), ["cmp.eq", "if", "yield"]);
+    }
+
+    #[test]
+    fn a_global_store_stops_the_wait() {
+        // Loads of a shared value, the arrive, then a rewrite of that value:
+        // the wait must stay before the store (peers may not have read yet).
+        let mut b = Builder::new("rewrite", launch(32, 2));
+        b.set_early(true);
+        let t = b.tensor(
+            "taps",
+            Scalar::F32,
+            &[Dim::Const(32)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::ReadWrite,
+        );
+        let tid = b.thread_idx();
+        let v = b.ld_global(t, &[tid], Type::F32, CachePolicy::Normal);
+        b.cluster_arrive(true);
+        b.cluster_wait();
+        let w = b.add(v, v);
+        b.st_global(t, &[tid], w, None, CachePolicy::Normal);
+        let mut k = b.finish();
+        verified(&k);
+        run(&mut k);
+        verified(&k);
+        assert_eq!(
+            names(&k, k.body),
+            [
+                "special",
+                "ld.global",
+                "cluster.arrive.relaxed",
+                "add",
+                "cluster.wait",
+                "st.global"
+            ],
+            "{}",
+            write_kernel(&k)
+        );
     }
 
     #[test]

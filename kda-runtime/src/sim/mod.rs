@@ -52,6 +52,16 @@ pub struct SimOptions {
     pub seed: Option<u64>,
     /// Longest slice a warp runs before another is picked, with a seed.
     pub max_slice: u32,
+    /// With a seed, an adversarial schedule: in each cluster one CTA chosen
+    /// at random (one warp, if the cluster has a single CTA) is held back,
+    /// not scheduled at all, until every other warp of the cluster has
+    /// exited or is blocked, then released. A CTA's early accesses then come
+    /// after its peers' late ones unless something (a cluster barrier, an
+    /// mbarrier) orders them, which exposes cross-CTA races that plain
+    /// random interleavings rarely hit. It never causes a deadlock of its
+    /// own: the held warps run as soon as no other warp can make progress.
+    /// Ignored without a seed.
+    pub hold_back: bool,
     /// Host threads running clusters in parallel (0: all available cores).
     pub threads: usize,
     /// Warp-instructions one cluster may execute before it is stopped as an
@@ -73,6 +83,7 @@ impl Default for SimOptions {
         SimOptions {
             seed: None,
             max_slice: 16,
+            hold_back: false,
             threads: 0,
             max_steps: 1 << 32,
             verify: true,
@@ -285,6 +296,9 @@ impl Device for SimDevice {
     fn describe(&self) -> String {
         match self.opts.seed {
             None => "CPU simulator".to_string(),
+            Some(s) if self.opts.hold_back => {
+                format!("CPU simulator (random interleavings, one CTA held back, seed {s})")
+            }
             Some(s) => format!("CPU simulator (random interleavings, seed {s})"),
         }
     }

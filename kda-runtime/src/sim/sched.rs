@@ -7,6 +7,12 @@
 //! different seeds interleave the warps' memory accesses differently (a kernel
 //! whose result depends on the interleaving has a race).
 //!
+//! With a seed and `hold_back`, one CTA of the cluster picked at random (one
+//! warp when the cluster has a single CTA) is not scheduled until no other
+//! warp can make progress (all exited or blocked); then it is released for
+//! the rest of the cluster's run. Its early accesses thus come after its
+//! peers' late ones unless a barrier orders them.
+//!
 //! A pass in which no warp executes an instruction is a deadlock: every
 //! unfinished warp is reported with the barrier it waits on.
 
@@ -128,6 +134,14 @@ impl Runner {
         let mut rng = opts
             .seed
             .map(|s| Rng::new(s ^ (cx.index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03)));
+        let cluster = prog.kernel.launch.cluster.max(1);
+        let mut held = match rng.as_mut() {
+            Some(r) if opts.hold_back && cluster > 1 => Held::Rank(r.below(cluster as u64) as u32),
+            Some(r) if opts.hold_back && self.warps.len() > 1 => {
+                Held::Warp(r.below(self.warps.len() as u64) as usize)
+            }
+            _ => Held::Nothing,
+        };
         let mut steps = 0u64;
         loop {
             let mut progress = false;
@@ -139,8 +153,13 @@ impl Runner {
                 }
             }
             for oi in 0..self.order.len() {
-                let w = &mut self.warps[self.order[oi]];
+                let wi = self.order[oi];
+                let w = &mut self.warps[wi];
                 if w.done {
+                    continue;
+                }
+                if held.holds(wi, w.rank) {
+                    alive += 1;
                     continue;
                 }
                 let left = opts.max_steps.saturating_sub(steps).max(1);
@@ -166,6 +185,11 @@ impl Runner {
                 break;
             }
             if !progress {
+                if held != Held::Nothing {
+                    // Nobody else can move: release the held warps.
+                    held = Held::Nothing;
+                    continue;
+                }
                 return Err(self.deadlock(prog, cx));
             }
         }
@@ -225,6 +249,26 @@ impl Runner {
             ctas: cx.ctas.iter().map(|c| c.block).collect(),
             blocked,
         }))
+    }
+}
+
+/// The warps `hold_back` keeps off the schedule.
+#[derive(Copy, Clone, PartialEq)]
+enum Held {
+    Nothing,
+    /// Every warp of this CTA rank.
+    Rank(u32),
+    /// This warp (index into the runner's warps).
+    Warp(usize),
+}
+
+impl Held {
+    fn holds(self, index: usize, rank: u32) -> bool {
+        match self {
+            Held::Nothing => false,
+            Held::Rank(r) => r == rank,
+            Held::Warp(i) => i == index,
+        }
     }
 }
 
