@@ -2,7 +2,8 @@
 //! [`PASSES`] in order (verifying after each in debug builds and tests), then
 //! lower to PTX. `KDA_DUMP=<dir>` (or [`Options::dump`]) writes every stage:
 //! `<kernel>.0-input.ir`, `<kernel>.<n>-<pass>.ir` after pass n, and
-//! `<kernel>.ptx`.
+//! `<kernel>.ptx`. `KDA_SKIP_PASSES=<pass>,...` (or [`Options::skip`]) leaves
+//! passes out, to bisect a scheduling problem.
 //!
 //! The program is written once: a `pdl.wait` right before each role's first
 //! read of a *produced* tensor, `cluster.arrive` + `cluster.wait` right after
@@ -69,8 +70,10 @@ pub struct Options {
     pub verify_each_pass: bool,
     /// Write each stage's IR and the PTX here (default: `$KDA_DUMP`).
     pub dump: Option<PathBuf>,
-    /// Passes to leave out, by name (e.g. `sink_cluster_wait`). The schedule
-    /// itself is chosen by the kernel's [`ScheduleHints`], not here.
+    /// Passes to leave out, by name (e.g. `sink_cluster_wait`; default:
+    /// `$KDA_SKIP_PASSES`, comma-separated), for bisecting a scheduling
+    /// problem. The schedule itself is chosen by the kernel's
+    /// [`ScheduleHints`], not here.
     ///
     /// [`ScheduleHints`]: crate::kernel::ScheduleHints
     pub skip: Vec<String>,
@@ -83,7 +86,15 @@ impl Default for Options {
             dump: std::env::var_os("KDA_DUMP")
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from),
-            skip: Vec::new(),
+            skip: std::env::var("KDA_SKIP_PASSES")
+                .map(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 }
@@ -98,8 +109,8 @@ pub enum CompileError {
     },
     #[error(transparent)]
     Ptx(#[from] PtxError),
-    #[error("unknown pass `{0}` in Options::skip")]
-    UnknownPass(String),
+    #[error("unknown pass `{name}` to skip (Options::skip or KDA_SKIP_PASSES); the passes are {known}")]
+    UnknownPass { name: String, known: String },
     #[error("KDA_DUMP: writing {path}: {source}")]
     Dump {
         path: PathBuf,
@@ -138,7 +149,11 @@ pub fn schedule(k: &Kernel, opts: &Options) -> Result<Kernel, CompileError> {
         .iter()
         .find(|s| !PASSES.iter().any(|p| p.name == s.as_str()))
     {
-        return Err(CompileError::UnknownPass(name.clone()));
+        let known: Vec<&str> = PASSES.iter().map(|p| p.name).collect();
+        return Err(CompileError::UnknownPass {
+            name: name.clone(),
+            known: known.join(", "),
+        });
     }
     check(k, "input")?;
     dump(opts, format!("{}.0-input.ir", k.name), &write_kernel(k))?;

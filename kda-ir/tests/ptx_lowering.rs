@@ -295,3 +295,97 @@ fn an_unlowerable_access_names_its_line() {
     assert_eq!(e.loc.line, line);
     assert!(e.to_string().contains("f32x8"), "{e}");
 }
+
+/// In a one-CTA cluster a send is a local store, released to the waiter by
+/// an arrival that counts its bytes: the barrier is initialised with
+/// `arrivals + tx` and its arm arrives once without `expect_tx`. A barrier
+/// a bulk copy also completes keeps its bytes (`complete_tx` after a fence).
+#[test]
+fn one_cta_sends_arrive_with_their_bytes() {
+    let mut b = Builder::new("one_cta", launch(64, 1));
+    let src = b.tensor(
+        "src",
+        Scalar::F32,
+        &[Dim::Const(64)],
+        &[Dim::Const(1)],
+        Provenance::Ready,
+        Access::Read,
+    );
+    b.set_align(src, 16);
+    let out = b.tensor(
+        "out",
+        Scalar::F32,
+        &[Dim::Const(64)],
+        &[Dim::Const(1)],
+        Provenance::Ready,
+        Access::Write,
+    );
+    let sent = b.mbarrier("sent", 1, 128, &[]);
+    let mixed = b.mbarrier("mixed", 1, 256 + 128, &[]);
+    let inbox = b.shared("inbox", Scalar::F32, 32, 16, &[], Some(sent));
+    let stage = b.shared("stage", Scalar::F32, 96, 128, &[], Some(mixed));
+    let tid = b.thread_idx();
+    let zero = b.u32(0);
+    let first = b.cmp(CmpOp::Eq, tid, zero);
+    b.if_(first, |b| {
+        b.mbarrier_init(sent);
+        b.mbarrier_arrive_expect_tx(sent, 128);
+        b.mbarrier_init(mixed);
+        b.mbarrier_arrive_expect_tx(mixed, 256 + 128);
+        b.bulk_copy(stage, zero, src, &[zero], 256, mixed, CachePolicy::Normal);
+    });
+    b.fence_mbarrier_init();
+    b.bar_sync(0, 64);
+    let c32 = b.u32(32);
+    let low = b.cmp(CmpOp::Lt, tid, c32);
+    let rank = b.cluster_rank();
+    b.if_(low, |b| {
+        let v = b.cvt(tid, Type::F32);
+        b.st_async(inbox, tid, v, rank, sent);
+        let c64 = b.u32(64);
+        let at = b.add(tid, c64);
+        b.st_async(stage, at, v, rank, mixed);
+    });
+    b.wait(sent);
+    b.wait(mixed);
+    let c31 = b.u32(31);
+    let lane = b.bin(BinOp::And, tid, c31);
+    let x = b.ld_shared(inbox, lane, Type::F32);
+    let y = b.ld_shared(stage, tid, Type::F32);
+    let z = b.add(x, y);
+    b.st_global(out, &[tid], z, None, CachePolicy::Normal);
+    let k = b.finish();
+    let ptx = emit(&k).unwrap_or_else(|e| panic!("{e}"));
+    let layout = Layout::of(&k);
+    let (at_sent, at_mixed) = (layout.barriers[sent], layout.barriers[mixed]);
+    for needle in [
+        // `sent`: 1 arrival + 128 bytes counted as arrivals.
+        format!("mbarrier.init.shared::cta.b64 [%r0+{at_sent}], 129;"),
+        format!("mbarrier.arrive.shared::cta.b64 _, [%r0+{at_sent}];"),
+        "st.shared.f32".to_string(),
+        "mbarrier.arrive.release.cta.shared::cta.b64 _, [".to_string(),
+        // `mixed`: the bulk copy completes bytes, so bytes stay bytes.
+        format!("mbarrier.init.shared::cta.b64 [%r0+{at_mixed}], 1;"),
+        format!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r0+{at_mixed}], 384;"),
+        "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [".to_string(),
+    ] {
+        assert!(
+            ptx.contains(&needle),
+            "missing `{needle}` in\n{}",
+            ptx_common::numbered(&ptx)
+        );
+    }
+    assert!(
+        !ptx.lines()
+            .any(|l| !l.trim_start().starts_with("//") && l.contains("st.async")),
+        "{ptx}"
+    );
+    assert_eq!(
+        ptx.matches("mbarrier.arrive.release.cta").count(),
+        1,
+        "{ptx}"
+    );
+    if let Some(r) = ptx_common::assemble(&ptx) {
+        assert_eq!(r.spills(), 0, "{}", r.log);
+    }
+}

@@ -42,8 +42,10 @@ impl Emitter<'_> {
         let regs = self.regs(v);
         if self.k.launch.cluster == 1 {
             // A one-CTA cluster: `st.async` wants a real cluster (the
-            // sanitizer flags it), so store locally, fence, and complete the
-            // bytes on the local barrier; the waiter's acquire sees the store.
+            // sanitizer flags it), so store locally and release the store
+            // to the waiter through the barrier (`Emitter::sends_arrive`):
+            // an arrival counting the bytes, or, on a barrier bulk copies
+            // also complete, a fence and `complete_tx`.
             let _ = (r_elem, r_bar, cta);
             let (elem, ops) = match ty.elem {
                 Scalar::F32 => ("f32", regs),
@@ -61,11 +63,18 @@ impl Emitter<'_> {
                 brace(&ops)
             };
             self.ins(format!("st.shared{vec}.{elem} [{l_elem}], {src}"));
-            self.ins("fence.acq_rel.cta");
-            self.ins(format!(
-                "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [{l_bar}], {}",
-                ty.bytes()
-            ));
+            if self.counts_bytes[bar] {
+                self.ins(format!(
+                    "mbarrier.arrive.release.cta.shared::cta.b64 _, [{l_bar}], {}",
+                    ty.bytes()
+                ));
+            } else {
+                self.ins("fence.acq_rel.cta");
+                self.ins(format!(
+                    "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [{l_bar}], {}",
+                    ty.bytes()
+                ));
+            }
             return Ok(());
         }
         self.ins(format!(

@@ -5,7 +5,7 @@ use std::fmt::{self, Write};
 
 use cranelift_entity::SecondaryMap;
 
-use crate::entities::{Inst, Region, Sym, Tensor, Value};
+use crate::entities::{Barrier, Inst, Region, Sym, Tensor, Value};
 use crate::kernel::Kernel;
 use crate::loc::Loc;
 use crate::op::Op;
@@ -100,6 +100,10 @@ pub(super) struct Emitter<'k> {
     pub tid: Option<Reg>,
     /// The `createpolicy` L2 evict-first policy.
     pub evict_first: Option<Reg>,
+    /// Barriers whose bytes arrive as counts: in a one-CTA cluster, a
+    /// barrier that only sends (no bulk copy) complete bytes on. See
+    /// [`Emitter::sends_arrive`].
+    pub counts_bytes: SecondaryMap<Barrier, bool>,
 }
 
 impl<'k> Emitter<'k> {
@@ -119,7 +123,33 @@ impl<'k> Emitter<'k> {
             warp: None,
             tid: None,
             evict_first: None,
+            counts_bytes: Emitter::sends_arrive(k),
         }
+    }
+
+    /// In a one-CTA cluster there is no peer to `st.async` to, so a send is a
+    /// local `st.shared` followed by an mbarrier operation. For a barrier
+    /// whose bytes come only from sends, that operation is a releasing
+    /// `mbarrier.arrive` with a count of the send's bytes, the barrier is
+    /// initialised with `arrivals + tx_bytes` and its `expect_tx` arms arrive
+    /// once: the same phase, completed by the protocol every tool knows
+    /// (compute-sanitizer's racecheck does not take `mbarrier.complete_tx`
+    /// after a fence as ordering the store before the waiter's reads).
+    /// Barriers that bulk copies complete keep their bytes.
+    fn sends_arrive(k: &Kernel) -> SecondaryMap<Barrier, bool> {
+        let mut by_count = SecondaryMap::new();
+        if k.launch.cluster != 1 {
+            return by_count;
+        }
+        for (b, d) in k.barriers.iter() {
+            by_count[b] = d.tx_bytes > 0;
+        }
+        k.walk(|i, _| {
+            if let Op::BulkCopy { barrier, .. } = k.insts[i].op {
+                by_count[barrier] = false;
+            }
+        });
+        by_count
     }
 
     pub fn run(mut self) -> Result<String, PtxError> {

@@ -24,7 +24,13 @@ impl Emitter<'_> {
     }
 
     pub fn mbar_init(&mut self, b: Barrier) -> Result<(), PtxError> {
-        let n = self.k.barriers[b].arrivals;
+        let d = &self.k.barriers[b];
+        // Bytes counted as arrivals: see `Emitter::sends_arrive`.
+        let n = if self.counts_bytes[b] {
+            d.arrivals + d.tx_bytes
+        } else {
+            d.arrivals
+        };
         let addr = self.barrier_addr(b);
         self.ins(format!("mbarrier.init.shared::cta.b64 {addr}, {n}"));
         Ok(())
@@ -33,7 +39,7 @@ impl Emitter<'_> {
     /// One arrival; with `tx`, it also raises the phase's expected bytes.
     pub fn mbar_arrive(&mut self, b: Barrier, tx: Option<u32>) -> Result<(), PtxError> {
         let addr = self.barrier_addr(b);
-        match tx {
+        match tx.filter(|_| !self.counts_bytes[b]) {
             Some(bytes) => self.ins(format!(
                 "mbarrier.arrive.expect_tx.shared::cta.b64 _, {addr}, {bytes}"
             )),

@@ -146,3 +146,87 @@ pub fn count_launches(cluster: u32, slots: u32) -> Kernel {
     });
     b.finish()
 }
+
+/// Reading threads per block of [`bulk_stage`].
+pub const STAGE_BLOCK: u32 = 128;
+
+/// One bulk copy of `bytes` per CTA, the pattern of KdaSplit's early 2 and 3
+/// state staging: one thread arms an mbarrier and issues one
+/// `cp.async.bulk` of CTA `c`'s `bytes` of `src` into shared memory; the
+/// [`STAGE_BLOCK`] reading threads wait on the barrier and write
+/// `dst[c][i] = 2·shared[i]` for their strided share of the words. The issuer
+/// is reading thread 0, or with `separate_issuer` thread 0 of an extra warp
+/// that neither waits nor reads. `bytes` is a multiple of 16 · [`STAGE_BLOCK`].
+pub fn bulk_stage(bytes: u32, separate_issuer: bool) -> Kernel {
+    assert!(bytes % (16 * STAGE_BLOCK) == 0, "{bytes} bytes");
+    let words = bytes / 4;
+    let block = STAGE_BLOCK + if separate_issuer { 32 } else { 0 };
+    let suffix = if separate_issuer { "_split" } else { "" };
+    let mut b = Builder::new(
+        format!("bulk_stage_{bytes}{suffix}"),
+        LaunchDecl {
+            block,
+            cluster: 1,
+            min_blocks_per_sm: None,
+        },
+    );
+    let ctas = b.sym("ctas");
+    let shape = [Dim::Sym(ctas), Dim::Const(words as u64)];
+    let strides = [Dim::Const(words as u64), Dim::Const(1)];
+    let src = b.tensor(
+        "src",
+        Scalar::F32,
+        &shape,
+        &strides,
+        Provenance::Ready,
+        Access::Read,
+    );
+    b.set_align(src, 16);
+    let dst = b.tensor(
+        "dst",
+        Scalar::F32,
+        &shape,
+        &strides,
+        Provenance::Ready,
+        Access::Write,
+    );
+    let loaded = b.mbarrier("loaded", 1, bytes, &[]);
+    let stage = b.shared("stage", Scalar::F32, words, 128, &[], Some(loaded));
+
+    let tid = b.thread_idx();
+    let cta = b.block_idx(0);
+    let zero = b.u32(0);
+    let issuer = b.u32(block - 32);
+    let is_issuer = b.cmp(CmpOp::Eq, tid, issuer);
+    b.if_(is_issuer, |b| {
+        b.mbarrier_init(loaded);
+        b.fence_mbarrier_init();
+    });
+    b.bar_sync(0, block);
+    b.if_(is_issuer, |b| {
+        b.mbarrier_arrive_expect_tx(loaded, bytes);
+        b.bulk_copy(
+            stage,
+            zero,
+            src,
+            &[cta, zero],
+            bytes,
+            loaded,
+            CachePolicy::Normal,
+        );
+    });
+    let readers = b.u32(STAGE_BLOCK);
+    let reads = b.cmp(CmpOp::Lt, tid, readers);
+    b.if_(reads, |b| {
+        b.wait(loaded);
+        let two = b.f32(2.0);
+        for k in 0..words / STAGE_BLOCK {
+            let off = b.u32(k * STAGE_BLOCK);
+            let i = b.add(off, tid);
+            let x = b.ld_shared(stage, i, Type::F32);
+            let y = b.mul(x, two);
+            b.st_global(dst, &[cta, i], y, None, CachePolicy::Normal);
+        }
+    });
+    b.finish()
+}
