@@ -109,7 +109,9 @@ pub enum CompileError {
     },
     #[error(transparent)]
     Ptx(#[from] PtxError),
-    #[error("unknown pass `{name}` to skip (Options::skip or KDA_SKIP_PASSES); the passes are {known}")]
+    #[error(
+        "unknown pass `{name}` to skip (Options::skip or KDA_SKIP_PASSES); the passes are {known}"
+    )]
     UnknownPass { name: String, known: String },
     #[error("KDA_DUMP: writing {path}: {source}")]
     Dump {

@@ -85,6 +85,24 @@ pub fn find() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// What the test suites require of every PTX they generate: it assembles
+/// for sm_90a and spills nothing. `Ok(None)` when `KDA_SKIP_PTXAS` is set;
+/// otherwise the report, or why not (ptxas missing or rejecting, or the
+/// spills with ptxas's log).
+pub fn check_no_spills(ptx: &str) -> Result<Option<PtxasReport>, String> {
+    if std::env::var_os("KDA_SKIP_PTXAS").is_some() {
+        return Ok(None);
+    }
+    let report = assemble(ptx).map_err(|e| e.to_string())?;
+    if report.spills() > 0 {
+        return Err(format!(
+            "{} B spill stores, {} B spill loads:\n{}",
+            report.spill_stores, report.spill_loads, report.log
+        ));
+    }
+    Ok(Some(report))
+}
+
 /// Assemble `ptx` for sm_90a and return ptxas's resource report.
 pub fn assemble(ptx: &str) -> Result<PtxasReport, PtxasError> {
     let ptxas = find().ok_or(PtxasError::NotFound)?;

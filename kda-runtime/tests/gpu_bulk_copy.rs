@@ -10,6 +10,7 @@ mod common;
 
 use common::kernels::bulk_stage;
 use common::{bytes_f32, f32_bytes, gpu};
+use kda_ir::Kernel;
 use kda_runtime::{Device, LaunchConfig, SimDevice};
 
 const CTAS: u32 = 2;
@@ -20,41 +21,33 @@ fn check(bytes: u32, separate_issuer: bool) {
         .map(|i| (i % 977) as f32 * 0.25 - 3.0)
         .collect();
     let want: Vec<f32> = src.iter().map(|x| 2.0 * x).collect();
+    let kernel = bulk_stage(bytes, separate_issuer);
+    assert_eq!(
+        stage_on(&SimDevice::new(), &kernel, &src),
+        want,
+        "simulator, {bytes} bytes"
+    );
+    let Some(dev) = gpu() else { return };
+    assert_eq!(stage_on(&dev, &kernel, &src), want, "GPU, {bytes} bytes");
+    println!(
+        "bulk copy of {bytes} bytes per CTA (separate issuer: {separate_issuer}): GPU = simulator = 2·src"
+    );
+}
+
+/// One launch of `kernel` over `CTAS` CTAs on `dev`: what it writes to `dst`.
+fn stage_on<D: Device>(dev: &D, kernel: &Kernel, src: &[f32]) -> Vec<f32> {
     let cfg = LaunchConfig {
         grid: [CTAS, 1, 1],
         syms: vec![CTAS as i64],
         ..LaunchConfig::default()
     };
-    let kernel = bulk_stage(bytes, separate_issuer);
-
-    let sim = SimDevice::new();
-    let m = sim.load(&kernel).unwrap();
+    let m = dev.load(kernel).unwrap();
     let (s, d) = (
-        sim.upload(&f32_bytes(&src)).unwrap(),
-        sim.upload(&vec![0; 4 * src.len()]).unwrap(),
-    );
-    sim.launch(&m, &cfg, &[&s, &d]).unwrap();
-    assert_eq!(
-        bytes_f32(&sim.download(&d).unwrap()),
-        want,
-        "simulator, {bytes} bytes"
-    );
-
-    let Some(dev) = gpu() else { return };
-    let k = dev.load(&kernel).unwrap();
-    let (s, d) = (
-        dev.upload(&f32_bytes(&src)).unwrap(),
+        dev.upload(&f32_bytes(src)).unwrap(),
         dev.upload(&vec![0; 4 * src.len()]).unwrap(),
     );
-    dev.launch(&k, &cfg, &[&s, &d]).unwrap();
-    assert_eq!(
-        bytes_f32(&dev.download(&d).unwrap()),
-        want,
-        "GPU, {bytes} bytes"
-    );
-    println!(
-        "bulk copy of {bytes} bytes per CTA (separate issuer: {separate_issuer}): GPU = simulator = 2·src"
-    );
+    dev.launch(&m, &cfg, &[&s, &d]).unwrap();
+    bytes_f32(&dev.download(&d).unwrap())
 }
 
 #[test]

@@ -10,10 +10,6 @@ use kda_ir::pipeline::{Options, compile};
 
 #[test]
 fn runtime_test_kernels_assemble_without_spills() {
-    if std::env::var_os("KDA_SKIP_PTXAS").is_some() {
-        println!("skipped: KDA_SKIP_PTXAS is set");
-        return;
-    }
     let mut kernels = vec![
         pdl_scale(),
         cluster_ids(2, 8),
@@ -29,13 +25,10 @@ fn runtime_test_kernels_assemble_without_spills() {
         let ptx = compile(k, &Options::default())
             .unwrap_or_else(|e| panic!("{}: {e}", k.name))
             .ptx;
-        let report = kda_ir::ptxas::assemble(&ptx).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e}\n(run `bash scripts/provision-ptxas.sh` to install ptxas)",
-                k.name
-            )
-        });
-        assert_eq!(report.spills(), 0, "{}: {}", k.name, report.log);
-        println!("{}: {} registers", k.name, report.registers);
+        match kda_ir::ptxas::check_no_spills(&ptx) {
+            Ok(Some(r)) => println!("{}: {} registers", k.name, r.registers),
+            Ok(None) => println!("{}: not assembled (KDA_SKIP_PTXAS is set)", k.name),
+            Err(e) => panic!("{}: {e}", k.name),
+        }
     }
 }

@@ -56,6 +56,7 @@ pub fn run(k: &mut Kernel) {
 mod tests {
     use super::*;
     use crate::builder::Builder;
+    use crate::entities::{Barrier, Buffer, Role, Tensor, Value};
     use crate::kernel::{Access, Dim, Provenance};
     use crate::op::{BinOp, CachePolicy, CmpOp};
     use crate::passes::test_util::{count, launch, names, top_regions, verified};
@@ -67,36 +68,19 @@ mod tests {
     /// send into the peer's inbox (`state` directly, `gate` under an `if`);
     /// `state` then waits for the inbox.
     fn exchange(early: bool) -> Kernel {
-        let mut b = Builder::new("exchange", launch(64, 2));
-        b.set_early(early);
-        let w = b.tensor(
-            "w",
-            Scalar::F32,
-            &[Dim::Const(64)],
-            &[Dim::Const(1)],
-            Provenance::Ready,
-            Access::Read,
-        );
-        let state = b.role("state", 0, 32);
-        let gate = b.role("gate", 32, 32);
-        let full = b.mbarrier("full", 1, 256, &[state, gate]);
-        let inbox = b.shared("inbox", Scalar::F32, 64, 16, &[state, gate], Some(full));
-        let tid = b.thread_idx();
-        let c31 = b.u32(31);
-        let lane = b.bin(BinOp::And, tid, c31);
-        let rank = b.cluster_rank();
-        let one = b.u32(1);
-        let peer = b.bin(BinOp::Xor, rank, one);
+        let Pair {
+            mut b,
+            w,
+            state,
+            gate,
+            full,
+            inbox,
+            tid,
+            lane,
+            peer,
+        } = pair("exchange", early, 256);
         b.in_role(state, |b| {
-            let zero = b.u32(0);
-            let first = b.cmp(CmpOp::Eq, lane, zero);
-            b.if_(first, |b| {
-                b.mbarrier_init(full);
-                b.mbarrier_arrive_expect_tx(full, 256);
-            });
-            b.fence_mbarrier_init();
-            b.cluster_arrive(true);
-            b.cluster_wait();
+            setup(b, lane, full, 256);
             let v = b.ld_global(w, &[tid], Type::F32, CachePolicy::Normal);
             b.bar_sync(1, 64);
             b.st_async(inbox, lane, v, peer, full);
@@ -114,6 +98,67 @@ mod tests {
             b.if_(yes, |b| b.st_async(inbox, at, v, peer, full));
         });
         b.finish()
+    }
+
+    /// A cluster of 2, 64 threads in two warp roles, `state` and `gate`, a
+    /// barrier `full` of `tx` bytes and its inbox, a ready tensor `w`.
+    struct Pair {
+        b: Builder,
+        w: Tensor,
+        state: Role,
+        gate: Role,
+        full: Barrier,
+        inbox: Buffer,
+        tid: Value,
+        lane: Value,
+        peer: Value,
+    }
+
+    fn pair(name: &str, early: bool, tx: u32) -> Pair {
+        let mut b = Builder::new(name, launch(64, 2));
+        b.set_early(early);
+        let w = b.tensor(
+            "w",
+            Scalar::F32,
+            &[Dim::Const(64)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
+        let state = b.role("state", 0, 32);
+        let gate = b.role("gate", 32, 32);
+        let full = b.mbarrier("full", 1, tx, &[state, gate]);
+        let inbox = b.shared("inbox", Scalar::F32, 64, 16, &[state, gate], Some(full));
+        let tid = b.thread_idx();
+        let c31 = b.u32(31);
+        let lane = b.bin(BinOp::And, tid, c31);
+        let rank = b.cluster_rank();
+        let one = b.u32(1);
+        let peer = b.bin(BinOp::Xor, rank, one);
+        Pair {
+            b,
+            w,
+            state,
+            gate,
+            full,
+            inbox,
+            tid,
+            lane,
+            peer,
+        }
+    }
+
+    /// Lane 0 initialises and arms `full`; fence; arrive and wait on the cluster.
+    fn setup(b: &mut Builder, lane: Value, full: Barrier, tx: u32) {
+        let zero = b.u32(0);
+        let first = b.cmp(CmpOp::Eq, lane, zero);
+        b.if_(first, |b| {
+            b.mbarrier_init(full);
+            b.mbarrier_arrive_expect_tx(full, tx);
+        });
+        b.fence_mbarrier_init();
+        b.cluster_arrive(true);
+        b.cluster_wait();
     }
 
     #[test]
@@ -242,28 +287,18 @@ mod tests {
     fn an_mbarrier_wait_stops_the_wait() {
         // The receiver blocks on its inbox before it ever sends: its cluster
         // wait must come before that block (racecheck hangs otherwise).
-        let mut b = Builder::new("receive_first", launch(64, 2));
-        b.set_early(true);
-        let recv = b.role("recv", 0, 32);
-        let send = b.role("send", 32, 32);
-        let full = b.mbarrier("full", 1, 128, &[recv, send]);
-        let inbox = b.shared("inbox", Scalar::F32, 32, 16, &[recv, send], Some(full));
-        let tid = b.thread_idx();
-        let c31 = b.u32(31);
-        let lane = b.bin(BinOp::And, tid, c31);
-        let rank = b.cluster_rank();
-        let one = b.u32(1);
-        let peer = b.bin(BinOp::Xor, rank, one);
+        let Pair {
+            mut b,
+            state: recv,
+            gate: send,
+            full,
+            inbox,
+            lane,
+            peer,
+            ..
+        } = pair("receive_first", true, 128);
         b.in_role(recv, |b| {
-            let zero = b.u32(0);
-            let first = b.cmp(CmpOp::Eq, lane, zero);
-            b.if_(first, |b| {
-                b.mbarrier_init(full);
-                b.mbarrier_arrive_expect_tx(full, 128);
-            });
-            b.fence_mbarrier_init();
-            b.cluster_arrive(true);
-            b.cluster_wait();
+            setup(b, lane, full, 128);
             let two = b.u32(2);
             let _ = b.mul(lane, two);
             b.wait(full);
