@@ -11,6 +11,7 @@ use thiserror::Error;
 use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs};
 use crate::compare::Actual;
 use crate::config::KdaConfig;
+use crate::generator::{GenOptions, generate};
 use crate::kernel::{self, Dtypes};
 
 use crate::validate::{ArgError, validate};
@@ -62,6 +63,19 @@ pub fn dtypes(args: &KdaArgs) -> Dtypes {
 pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, RunError> {
     let kernel = kernel::build(cfg, &dtypes(args)).map_err(RunError::Build)?;
     Ok(specialize(kernel, &tensor_args(args))?.0)
+}
+
+/// The kernel [`run`] launches for contiguous tensors of `cfg` (strides as
+/// PTX constants), with BF16 conv `weights` or, with `weights_f32`, F32 ones
+/// (vLLM's dtype). Strides do not depend on the batch or the slot count, so
+/// a generated one-request case supplies them.
+pub fn contiguous_kernel(cfg: &KdaConfig, weights_f32: bool) -> Result<Kernel, RunError> {
+    let layout = generate(
+        &GenOptions::new(cfg.heads, 1, cfg.tokens)
+            .num_slots(cfg.tokens as usize + 1)
+            .weights_f32(weights_f32),
+    );
+    kernel_for(cfg, &layout)
 }
 
 /// The tensors in kernel parameter order (spec order, `accepted` last).

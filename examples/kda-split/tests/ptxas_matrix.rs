@@ -1,5 +1,7 @@
-//! Every configuration of the matrix, plus the default configurations of
-//! heads 6 / 12 / 32 at batch 1 / 64, compiles to PTX that
+//! Every configuration of the matrix, the seed's default configurations of
+//! heads 6 / 12 / 32 at batch 1 / 64, and the tuned schedule of every point
+//! of the checked-in autotune table (as `run` launches it, strides
+//! specialised for contiguous tensors) compile to PTX that
 //! `ptxas -arch=sm_90a` assembles with zero spills.
 
 mod common;
@@ -7,7 +9,9 @@ mod common;
 use common::MATRIX;
 use kda_split::KdaConfig;
 use kda_split::kernel::{Dtypes, build};
+use kda_split::run::contiguous_kernel;
 use kda_split::testing::assembles_without_spills;
+use kda_split::tuned::TunedTable;
 
 fn assemble(label: &str, cfg: &KdaConfig) -> bool {
     let kernel = build(cfg, &Dtypes::default()).expect("bf16 arguments are supported");
@@ -35,4 +39,26 @@ fn defaults_assemble_without_spills() {
             assert!(assemble(&format!("defaults H{heads} B{batch}"), &cfg));
         }
     }
+}
+
+#[test]
+fn tuned_schedules_assemble_without_spills() {
+    let table = TunedTable::builtin();
+    assert!(!table.points.is_empty());
+    let spilled: Vec<String> = table
+        .points
+        .iter()
+        .filter(|p| {
+            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, &p.schedule, p.tokens)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+            let kernel =
+                contiguous_kernel(&cfg, false).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+            !assembles_without_spills(&format!("tuned {} {:?}", p.name(), p.schedule), &kernel)
+        })
+        .map(|p| p.name())
+        .collect();
+    assert!(
+        spilled.is_empty(),
+        "tuned schedules that spill: {spilled:#?}"
+    );
 }

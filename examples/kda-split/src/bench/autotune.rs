@@ -27,9 +27,18 @@
 //! its remaining schedules (the seed's defaults and the bench's named
 //! schedules come first). The table is rewritten after every point.
 //!
+//! A schedule that spills registers (ptxas `-arch=sm_90a`, the kernel `run`
+//! launches for contiguous tensors) is never chosen, and never a finalist:
+//! each point's `excluded_spilling` note lists those skipped. The check runs
+//! ptxas (about half a second a schedule), so only as far down the ranking
+//! as needed; without ptxas nothing is excluded.
+//!
 //! `--from-bench FILE` builds the table from a `kda-split bench --json` file
 //! instead (no GPU): per point, the fastest schedule the bench measured.
+//! `--reselect FILE` (no GPU) chooses every point of a tuned table again
+//! from the schedules it measured there, with the current rules.
 
+use std::collections::HashMap;
 use std::error::Error;
 use std::time::{Duration, Instant};
 
@@ -43,6 +52,7 @@ use super::{
     NAMED, Options as BenchOptions, Sweep, measure_point, named, open_gpu, parse_list, product,
 };
 use crate::config::KdaConfig;
+use crate::run::contiguous_kernel;
 use crate::tuned::{Measured, TunedPoint, TunedTable};
 
 const USAGE: &str = "\
@@ -52,7 +62,9 @@ Searches KdaSplit's schedule space on GPU 0 for each (heads, batch, tokens)
 point with the bench's workload (state rotating over >= 4 x L2, PDL-chained
 steps in CUDA graphs): every valid schedule timed briefly, the fastest few and
 the seed's defaults timed again in full; writes the tuned table that
-`--schedule auto` and KdaConfig::tuned use.
+`--schedule auto` and KdaConfig::tuned use. Schedules that spill registers
+under ptxas (-arch=sm_90a) are neither finalists nor chosen (not checked
+where ptxas is not found).
 
 options:
   --out FILE          where to write the table (default examples/kda-split/tuned.json)
@@ -77,6 +89,9 @@ options:
   --check-mib MIB     with --check, only points of at most this much state (default 2048)
   --from-bench FILE   no GPU: the table from a `kda-split bench --json` file (the
                       fastest schedule the bench measured at each point)
+  --reselect FILE     no GPU: choose every point of the tuned table FILE again
+                      from the schedules measured there, with the current rules
+                      (spill exclusion, --min-gain); keeps its measurements
   -h, --help          this text
 
 Default points: heads 6, 12 and 32 at batch 1, 8, 32, 64, 128, 512 (T = 1) and
@@ -106,6 +121,7 @@ pub struct Options {
     pub min_gain: f64,
     pub minutes: f64,
     pub from_bench: Option<String>,
+    pub reselect: Option<String>,
 }
 
 impl Options {
@@ -115,7 +131,7 @@ impl Options {
         let (mut lanes, mut cluster, mut occupancy) = (None, None, None);
         let (mut no_evict, mut top, mut search_ms, mut min_gain, mut minutes) =
             (false, None, None, None, None);
-        let mut from_bench = None;
+        let (mut from_bench, mut reselect) = (None, None);
         let bench = BenchOptions::parse_with(args, "autotune", USAGE, |flag, value| {
             let number = |v: String| {
                 v.parse::<f64>()
@@ -143,6 +159,7 @@ impl Options {
                 "--min-gain" => min_gain = Some(number(value()?)?),
                 "--minutes" => minutes = Some(number(value()?)?),
                 "--from-bench" => from_bench = Some(value()?),
+                "--reselect" => reselect = Some(value()?),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -158,6 +175,11 @@ impl Options {
                     "{flag} is a bench option, not an autotune one\n\n{USAGE}"
                 ));
             }
+        }
+        if from_bench.is_some() && reselect.is_some() {
+            return Err(format!(
+                "--from-bench and --reselect exclude each other\n\n{USAGE}"
+            ));
         }
         let quick = bench.quick;
         let occupancy = occupancy.filter(|o| !o.is_empty()).unwrap_or(vec![0]);
@@ -178,6 +200,7 @@ impl Options {
             min_gain: min_gain.unwrap_or(0.01),
             minutes: minutes.unwrap_or(if quick { 2.5 } else { 6.0 }),
             from_bench,
+            reselect,
             bench,
         })
     }
@@ -316,16 +339,110 @@ fn timing_rank(timing: &str) -> u8 {
     u8::from(timing == "search")
 }
 
+/// The note of a point listing the schedules skipped as unusable (they spill).
+pub const EXCLUDED_NOTE: &str = "excluded_spilling";
+
+/// Whether `schedule` spills registers at `point` (gate mode 0, bias on, as
+/// the workload launches it): the kernel `run` launches for contiguous
+/// tensors, compiled and assembled by ptxas for sm_90a. `None` where ptxas is
+/// not found; `Some(true)` where it spills (stores or loads), where ptxas
+/// rejects it, or where it does not build.
+pub fn spills(point: &Point, schedule: &[u32; 5]) -> Option<bool> {
+    kda_ir::ptxas::find()?;
+    let Ok(cfg) = KdaConfig::new(point.heads, point.batch, 0, true, schedule, point.tokens) else {
+        return Some(true);
+    };
+    let Ok(kernel) = contiguous_kernel(&cfg, false) else {
+        return Some(true);
+    };
+    let Ok(compiled) = kda_ir::pipeline::compile(&kernel, &kda_ir::pipeline::Options::default())
+    else {
+        return Some(true);
+    };
+    match kda_ir::ptxas::assemble(&compiled.ptx) {
+        Ok(report) => Some(report.spill_stores != 0 || report.spill_loads != 0),
+        Err(kda_ir::ptxas::PtxasError::NotFound) => None,
+        Err(_) => Some(true),
+    }
+}
+
+/// [`spills`] of one run, each (point, schedule) assembled once; without
+/// ptxas every schedule is usable.
+#[derive(Debug)]
+pub struct SpillCheck {
+    checked: bool,
+    known: HashMap<(Point, [u32; 5]), bool>,
+}
+
+impl Default for SpillCheck {
+    fn default() -> Self {
+        SpillCheck::new()
+    }
+}
+
+impl SpillCheck {
+    /// A check through ptxas if it is found.
+    pub fn new() -> SpillCheck {
+        SpillCheck {
+            checked: kda_ir::ptxas::find().is_some(),
+            known: HashMap::new(),
+        }
+    }
+
+    /// Whether ptxas checks the schedules (else none is excluded).
+    pub fn checked(&self) -> bool {
+        self.checked
+    }
+
+    /// One line saying whether spills are checked.
+    pub fn describe(&self) -> &'static str {
+        if self.checked {
+            "schedules that spill under ptxas -arch=sm_90a are left out"
+        } else {
+            "ptxas not found: spills not checked, no schedule left out"
+        }
+    }
+
+    /// Whether `schedule` may be chosen at `point`: it does not spill (or
+    /// spills cannot be checked). Prints each schedule left out.
+    pub fn usable(&mut self, point: &Point, schedule: &[u32; 5]) -> bool {
+        if !self.checked {
+            return true;
+        }
+        if let Some(&ok) = self.known.get(&(*point, *schedule)) {
+            return ok;
+        }
+        let ok = match spills(point, schedule) {
+            None => {
+                self.checked = false;
+                println!("    {}", self.describe());
+                true
+            }
+            Some(spill) => !spill,
+        };
+        if !ok {
+            println!("    {point}: {} spills: left out", text(schedule));
+        }
+        self.known.insert((*point, *schedule), ok);
+        ok
+    }
+}
+
 /// The table's entry for `point` from what was measured there: `measured`
 /// in any order (sorted here, full timings first, each schedule once),
-/// `seed` the seed defaults' explicit schedule. The fastest full timing
-/// wins unless it beats the seed's by less than `min_gain`.
+/// `seed` the seed defaults' explicit schedule. The fastest schedule
+/// `usable` accepts (full timings first) wins unless it beats the seed's by
+/// less than `min_gain` and the seed's defaults are usable. `usable` is asked
+/// only as far down the ranking as needed; the schedules it rejects on the
+/// way are listed in the note [`EXCLUDED_NOTE`]. `None`: nothing usable was
+/// measured.
 pub fn tuned_point(
     point: &Point,
     seed: [u32; 5],
     mut measured: Vec<Measured>,
     min_gain: f64,
-    notes: Map<String, Value>,
+    mut notes: Map<String, Value>,
+    usable: &mut dyn FnMut(&[u32; 5]) -> bool,
 ) -> Option<TunedPoint> {
     measured.sort_by(|a, b| {
         timing_rank(&a.timing)
@@ -338,19 +455,45 @@ pub fn tuned_point(
             once.push(m);
         }
     }
-    let best = once.first()?.clone();
+    let mut excluded: Vec<[u32; 5]> = Vec::new();
+    let mut best = None;
+    for m in &once {
+        if usable(&m.schedule) {
+            best = Some(m.clone());
+            break;
+        }
+        excluded.push(m.schedule);
+    }
     let seed_us = once
         .iter()
         .find(|m| m.schedule == seed)
         .map(|m| m.us_per_step);
-    let chosen = match seed_us {
-        Some(s) if best.us_per_step > s * (1.0 - min_gain) => Measured {
-            schedule: seed,
-            us_per_step: s,
-            timing: best.timing.clone(),
-        },
+    let chosen = best.map(|best| match seed_us {
+        Some(s) if best.us_per_step > s * (1.0 - min_gain) && best.schedule != seed => {
+            let seed_usable = !excluded.contains(&seed) && {
+                let ok = usable(&seed);
+                if !ok {
+                    excluded.push(seed);
+                }
+                ok
+            };
+            if seed_usable {
+                Measured {
+                    schedule: seed,
+                    us_per_step: s,
+                    timing: best.timing.clone(),
+                }
+            } else {
+                best
+            }
+        }
         _ => best,
-    };
+    });
+    notes.remove(EXCLUDED_NOTE);
+    if !excluded.is_empty() {
+        notes.insert(EXCLUDED_NOTE.into(), json!(excluded));
+    }
+    let chosen = chosen?;
     Some(TunedPoint {
         heads: point.heads,
         batch: point.batch,
@@ -407,8 +550,13 @@ fn now_unix() -> u64 {
 
 /// The table from a `kda-split bench --json` document: per point, every
 /// schedule measured (`timing: "bench"`), the fastest chosen as by
-/// [`tuned_point`].
-pub fn table_from_bench(doc: &Value, file: &str, min_gain: f64) -> Result<TunedTable, String> {
+/// [`tuned_point`] with `usable` (of a point and a schedule).
+pub fn table_from_bench(
+    doc: &Value,
+    file: &str,
+    min_gain: f64,
+    usable: &mut dyn FnMut(&Point, &[u32; 5]) -> bool,
+) -> Result<TunedTable, String> {
     let rows = doc["rows"].as_array().ok_or("no `rows` list")?;
     let device = doc["device"].as_str().ok_or("no `device`")?;
     let unix = doc["unix_time"].as_u64().unwrap_or(0);
@@ -476,13 +624,72 @@ pub fn table_from_bench(doc: &Value, file: &str, min_gain: f64) -> Result<TunedT
         .into_iter()
         .filter_map(|(point, seed, measured)| {
             let seed = seed.unwrap_or([u32::MAX; 5]);
-            tuned_point(&point, seed, measured, min_gain, Map::new())
+            tuned_point(&point, seed, measured, min_gain, Map::new(), &mut |s| {
+                usable(&point, s)
+            })
         })
         .collect();
     Ok(TunedTable {
         meta,
         points: table_points,
     })
+}
+
+/// The seed defaults' explicit schedule at `point` (gate mode 0, bias on).
+pub fn seed_schedule(point: &Point) -> Option<[u32; 5]> {
+    KdaConfig::new(point.heads, point.batch, 0, true, &[0, 0, 0], point.tokens)
+        .ok()
+        .map(|c| c.resolved_schedule().raw())
+}
+
+/// `table` with every point chosen again by [`tuned_point`] from the
+/// schedules it measured there, with `min_gain` and `usable` (of a point and
+/// a schedule); the metadata stays but for `min_gain`. A point that measured
+/// nothing stays as it is; one where nothing measured is usable is left out.
+pub fn reselect(
+    table: &TunedTable,
+    min_gain: f64,
+    usable: &mut dyn FnMut(&Point, &[u32; 5]) -> bool,
+) -> TunedTable {
+    let mut meta = table.meta.clone();
+    meta.insert("min_gain".into(), json!(min_gain));
+    let points = table
+        .points
+        .iter()
+        .filter_map(|p| {
+            let point = Point {
+                heads: p.heads,
+                batch: p.batch,
+                tokens: p.tokens,
+            };
+            if p.measured.is_empty() {
+                println!("  {point}: no measurements, kept as it is");
+                return Some(p.clone());
+            }
+            let seed = seed_schedule(&point).unwrap_or([u32::MAX; 5]);
+            let t = tuned_point(
+                &point,
+                seed,
+                p.measured.clone(),
+                min_gain,
+                p.notes.clone(),
+                &mut |s| usable(&point, s),
+            );
+            match &t {
+                None => println!("  {point}: nothing measured is usable, left out"),
+                Some(t) if t.schedule != p.schedule => println!(
+                    "  {point}: {} {:.3} µs/step (was {} {:.3})",
+                    text(&t.schedule),
+                    t.us_per_step,
+                    text(&p.schedule),
+                    p.us_per_step
+                ),
+                Some(_) => {}
+            }
+            t
+        })
+        .collect();
+    TunedTable { meta, points }
 }
 
 /// `[3,16,0,2,0]`.
@@ -572,6 +779,9 @@ pub fn run(
     meta.insert("min_gain".into(), json!(opts.min_gain));
     meta.insert("min_steps".into(), json!(opts.bench.min_steps()));
     meta.insert("seed".into(), json!(opts.bench.seed));
+    let mut spill = SpillCheck::new();
+    println!("  {}", spill.describe());
+    meta.insert("spills".into(), json!(spill.describe()));
     let mut table = TunedTable {
         meta,
         points: Vec::new(),
@@ -618,8 +828,11 @@ pub fn run(
                 text(s)
             }
         };
+        // The `top` fastest that do not spill (checked lazily: ptxas runs
+        // for each).
         let mut finals: Vec<Candidate> = ranked
             .iter()
+            .filter(|m| spill.usable(&point, &m.schedule))
             .take(opts.top)
             .map(|m| Candidate::new(&label(&m.schedule), &m.schedule))
             .collect();
@@ -667,7 +880,9 @@ pub fn run(
             json!((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0),
         );
         let seed = seed.unwrap_or([u32::MAX; 5]);
-        match tuned_point(&point, seed, measured, opts.min_gain, notes) {
+        match tuned_point(&point, seed, measured, opts.min_gain, notes, &mut |s| {
+            spill.usable(&point, s)
+        }) {
             Some(p) => {
                 println!(
                     "  {point}: {} {:.2} µs/step (seed's defaults {})",
@@ -681,7 +896,7 @@ pub fn run(
                 );
                 table.points.push(p);
             }
-            None => println!("  {point}: nothing measured"),
+            None => println!("  {point}: nothing usable measured"),
         }
         table.meta.insert(
             "seconds".into(),
@@ -703,11 +918,40 @@ pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
         println!("{USAGE}");
         return Ok(());
     }
+    let command = std::iter::once("kda-split autotune".to_string())
+        .chain(args.iter().skip_while(|a| *a == "autotune").cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let read =
+        |file: &str| std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"));
     if let Some(file) = &opts.from_bench {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
-        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{file}: {e}"))?;
-        let table =
-            table_from_bench(&doc, file, opts.min_gain).map_err(|e| format!("{file}: {e}"))?;
+        let doc: Value = serde_json::from_str(&read(file)?).map_err(|e| format!("{file}: {e}"))?;
+        let mut spill = SpillCheck::new();
+        println!("{}", spill.describe());
+        let mut table = table_from_bench(&doc, file, opts.min_gain, &mut |p, s| spill.usable(p, s))
+            .map_err(|e| format!("{file}: {e}"))?;
+        table.meta.insert("spills".into(), json!(spill.describe()));
+        write(&opts.out, &table)?;
+        println!("{}", markdown(&table));
+        println!("table written to {}", opts.out);
+        return Ok(());
+    }
+    if let Some(file) = &opts.reselect {
+        let old = TunedTable::parse(&read(file)?).map_err(|e| format!("{file}: {e}"))?;
+        let mut spill = SpillCheck::new();
+        println!("{}", spill.describe());
+        let mut table = reselect(&old, opts.min_gain, &mut |p, s| spill.usable(p, s));
+        table.meta.insert(
+            "reselected".into(),
+            json!(format!(
+                "by `{command}` on {}: every point chosen again from its measured schedules \
+                 (no new timing), min gain {}; {}",
+                date_of(now_unix()),
+                opts.min_gain,
+                spill.describe()
+            )),
+        );
+        table.meta.insert("spills".into(), json!(spill.describe()));
         write(&opts.out, &table)?;
         println!("{}", markdown(&table));
         println!("table written to {}", opts.out);
@@ -716,10 +960,6 @@ pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
     let Some(dev) = open_gpu("autotune")? else {
         return Ok(());
     };
-    let command = std::iter::once("kda-split autotune".to_string())
-        .chain(args.iter().skip_while(|a| *a == "autotune").cloned())
-        .collect::<Vec<_>>()
-        .join(" ");
     let table = run(&dev, &opts, &command, |t| write(&opts.out, t))?;
     println!("\n{}", markdown(&table));
     println!("table written to {}", opts.out);
@@ -825,16 +1065,153 @@ mod tests {
             m([3, 16, 0, 2, 0], 9.5, "full"),
             m([3, 16, 0, 2, 0], 9.4, "search"),
         ];
-        let t = tuned_point(&p(12, 64, 1), seed, measured.clone(), 0.01, Map::new()).unwrap();
+        let all = &mut |_: &[u32; 5]| true;
+        let t = tuned_point(&p(12, 64, 1), seed, measured.clone(), 0.01, Map::new(), all).unwrap();
         // Full timings decide; the search's 9.0 does not.
         assert_eq!((t.schedule, t.us_per_step), ([3, 16, 0, 2, 0], 9.5));
         assert_eq!(t.seed_us_per_step, Some(10.0));
         assert_eq!(t.measured.len(), 3, "each schedule once, full first");
         assert_eq!(t.measured[2].timing, "search");
+        assert!(!t.notes.contains_key(EXCLUDED_NOTE));
         // A 5 % gain is under a 6 % threshold: the seed's defaults stay.
-        let t = tuned_point(&p(12, 64, 1), seed, measured, 0.06, Map::new()).unwrap();
+        let t = tuned_point(&p(12, 64, 1), seed, measured, 0.06, Map::new(), all).unwrap();
         assert_eq!((t.schedule, t.us_per_step), (seed, 10.0));
-        assert!(tuned_point(&p(1, 1, 1), seed, vec![], 0.0, Map::new()).is_none());
+        assert!(tuned_point(&p(1, 1, 1), seed, vec![], 0.0, Map::new(), all).is_none());
+    }
+
+    #[test]
+    fn unusable_schedules_are_not_chosen() {
+        let m = |s: [u32; 5], us: f64, timing: &str| Measured {
+            schedule: s,
+            us_per_step: us,
+            timing: timing.into(),
+        };
+        let seed = [0, 16, 0, 4, 0];
+        let (fast, next, slow) = ([1, 16, 0, 4, 0], [1, 32, 0, 4, 0], [1, 8, 0, 4, 0]);
+        let measured = vec![
+            m(seed, 10.0, "full"),
+            m(next, 8.1, "full"),
+            m(fast, 8.0, "full"),
+            m(slow, 8.5, "full"),
+            m([1, 4, 0, 2, 0], 7.0, "search"),
+        ];
+        // The fastest spills: the next is chosen, and nothing below it is asked.
+        let mut asked = Vec::new();
+        let mut usable = |s: &[u32; 5]| {
+            asked.push(*s);
+            *s != fast
+        };
+        let t = tuned_point(
+            &p(32, 8, 4),
+            seed,
+            measured.clone(),
+            0.01,
+            Map::new(),
+            &mut usable,
+        )
+        .unwrap();
+        assert_eq!((t.schedule, t.us_per_step), (next, 8.1));
+        assert_eq!(asked, [fast, next]);
+        assert_eq!(t.notes[EXCLUDED_NOTE], json!([fast]));
+        assert_eq!(t.measured.len(), 5, "every measurement kept");
+        assert_eq!(t.seed_us_per_step, Some(10.0));
+        // The seed's defaults would stay (min gain 25 %) but spill: the
+        // fastest usable is chosen, and the seed listed as excluded.
+        let t = tuned_point(
+            &p(32, 8, 4),
+            seed,
+            measured.clone(),
+            0.25,
+            Map::new(),
+            &mut |s| *s != seed,
+        )
+        .unwrap();
+        assert_eq!(t.schedule, fast);
+        assert_eq!(t.notes[EXCLUDED_NOTE], json!([seed]));
+        // Usable, they stay.
+        let t = tuned_point(
+            &p(32, 8, 4),
+            seed,
+            measured.clone(),
+            0.25,
+            Map::new(),
+            &mut |s| *s != fast,
+        )
+        .unwrap();
+        assert_eq!((t.schedule, t.us_per_step), (seed, 10.0));
+        assert_eq!(t.notes[EXCLUDED_NOTE], json!([fast]));
+        // A stale note goes when nothing is excluded; nothing usable: no point.
+        let mut notes = Map::new();
+        notes.insert(EXCLUDED_NOTE.into(), json!([fast]));
+        let t = tuned_point(
+            &p(32, 8, 4),
+            seed,
+            measured.clone(),
+            0.01,
+            notes,
+            &mut |_| true,
+        );
+        assert!(!t.unwrap().notes.contains_key(EXCLUDED_NOTE));
+        assert!(
+            tuned_point(&p(32, 8, 4), seed, measured, 0.01, Map::new(), &mut |_| {
+                false
+            })
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn reselect_chooses_again_from_the_measurements() {
+        let m = |s: [u32; 5], us: f64| Measured {
+            schedule: s,
+            us_per_step: us,
+            timing: "full".into(),
+        };
+        let point = p(32, 8, 4);
+        let seed = seed_schedule(&point).unwrap();
+        let (fast, next) = ([1, 16, 0, 4, 0], [1, 32, 0, 4, 0]);
+        let mut notes = Map::new();
+        notes.insert("candidates".into(), json!(22));
+        let mut meta = Map::new();
+        meta.insert("device".into(), json!("X"));
+        meta.insert("min_gain".into(), json!(0.01));
+        let old = TunedTable {
+            meta,
+            points: vec![TunedPoint {
+                heads: 32,
+                batch: 8,
+                tokens: 4,
+                schedule: fast,
+                us_per_step: 8.0,
+                seed_us_per_step: Some(10.0),
+                measured: vec![m(fast, 8.0), m(next, 8.1), m(seed, 10.0)],
+                notes,
+            }],
+        };
+        let same = reselect(&old, 0.01, &mut |_, _| true);
+        assert_eq!(same.points, old.points);
+        let t = reselect(&old, 0.02, &mut |_, s| *s != fast);
+        assert_eq!(t.meta["device"], "X");
+        assert_eq!(t.meta["min_gain"], json!(0.02));
+        let q = &t.points[0];
+        assert_eq!((q.schedule, q.us_per_step), (next, 8.1));
+        assert_eq!(q.measured, old.points[0].measured);
+        assert_eq!(q.notes["candidates"], 22);
+        assert_eq!(q.notes[EXCLUDED_NOTE], json!([fast]));
+        assert_eq!(TunedTable::parse(&t.to_json_string()).unwrap(), t);
+    }
+
+    #[test]
+    fn reselect_and_from_bench_exclude_each_other() {
+        assert_eq!(
+            parse(&["--reselect", "t.json"]).reselect.as_deref(),
+            Some("t.json")
+        );
+        let args: Vec<String> = ["--reselect", "a", "--from-bench", "b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(Options::parse(&args).is_err());
     }
 
     #[test]
@@ -875,7 +1252,7 @@ mod tests {
                 row(12, 64, "e1-l16", &[1, 16, 0], [1, 16, 0, 4, 0], None),
             ],
         });
-        let t = table_from_bench(&doc, "b.json", 0.01).unwrap();
+        let t = table_from_bench(&doc, "b.json", 0.01, &mut |_, _| true).unwrap();
         assert_eq!(t.points.len(), 2);
         assert_eq!(t.points[0].schedule, [1, 8, 0, 8, 0]);
         assert_eq!(t.points[0].seed_us_per_step, Some(3.3));

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use clap::Args;
 use kda_ir::Kernel;
 use kda_ir::pipeline::{self, Options};
+use kda_split::KdaConfig;
 use kda_split::kernel::{Dtypes, build};
-use kda_split::run::kernel_for;
-use kda_split::{GenOptions, KdaConfig, generate};
+use kda_split::run::{contiguous_kernel, kernel_for};
 
 use super::options::{ConfigArgs, describe};
 use super::{CliResult, Failure};
@@ -93,18 +93,12 @@ pub fn ptx(a: &PtxArgs) -> CliResult {
 
 /// The kernel `run` would launch for contiguous tensors of `cfg` (strides
 /// as PTX constants), or with `symbolic` the generic one whose strides are
-/// parameters. Strides do not depend on the batch or the slot count, so a
-/// one-request case supplies them.
+/// parameters ([`contiguous_kernel`]).
 pub fn kernel(cfg: &KdaConfig, weights_f32: bool, symbolic: bool) -> Result<Kernel, Failure> {
     if symbolic {
         return build(cfg, &dtypes(weights_f32)).map_err(|e| Failure::input(e.to_string()));
     }
-    let layout = generate(
-        &GenOptions::new(cfg.heads, 1, cfg.tokens)
-            .num_slots(cfg.tokens as usize + 1)
-            .weights_f32(weights_f32),
-    );
-    kernel_for(cfg, &layout).map_err(|e| Failure::input(e.to_string()))
+    contiguous_kernel(cfg, weights_f32).map_err(|e| Failure::input(e.to_string()))
 }
 
 fn dtypes(weights_f32: bool) -> Dtypes {
