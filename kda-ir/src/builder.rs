@@ -412,6 +412,11 @@ impl Builder {
             &[],
         );
     }
+    /// `bar.warp.sync` of the whole warp (`__syncwarp()`).
+    #[track_caller]
+    pub fn warp_sync(&mut self) {
+        self.push0(Op::WarpSync, &[]);
+    }
     #[track_caller]
     pub fn fence_mbarrier_init(&mut self) {
         self.push0(Op::FenceMbarInit, &[]);

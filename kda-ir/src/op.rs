@@ -179,6 +179,10 @@ pub enum Op {
     ElectSync,
     /// `a: u32x4, b: u32x2, c: f32x4 -> f32x4`: `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`.
     Mma16816,
+    /// `->`: `bar.warp.sync` of the whole warp (CUDA's `__syncwarp()`): the
+    /// lanes wait for each other, and each lane's memory accesses before it
+    /// are ordered before the other lanes' accesses after it.
+    WarpSync,
 
     // ---- barriers and fences
     /// `->`: initialise with the declared arrival count.
@@ -289,6 +293,7 @@ impl Op {
             Op::Shfl(_) => "shfl",
             Op::ElectSync => "elect",
             Op::Mma16816 => "mma.m16n8k16",
+            Op::WarpSync => "warp.sync",
             Op::MbarInit { .. } => "mbarrier.init",
             Op::MbarArrive { .. } => "mbarrier.arrive",
             Op::MbarArriveExpectTx { .. } => "mbarrier.arrive.expect_tx",
@@ -326,7 +331,10 @@ impl Op {
 
     /// Warp collectives must run in warp-uniform control flow.
     pub fn is_collective(&self) -> bool {
-        matches!(self, Op::Shfl(_) | Op::ElectSync | Op::Mma16816)
+        matches!(
+            self,
+            Op::Shfl(_) | Op::ElectSync | Op::Mma16816 | Op::WarpSync
+        )
     }
 
     /// Ops whose effect is visible outside the thread (never removed, never reordered

@@ -951,6 +951,7 @@ impl Parser {
             "elect" => Some(Op::ElectSync),
             "mma.m16n8k16" => Some(Op::Mma16816),
             "fence.mbarrier_init" => Some(Op::FenceMbarInit),
+            "warp.sync" => Some(Op::WarpSync),
             "fence.proxy.async" => Some(Op::FenceProxyAsync),
             "cluster.arrive" => Some(Op::ClusterArrive { relaxed: false }),
             "cluster.arrive.relaxed" => Some(Op::ClusterArrive { relaxed: true }),
@@ -1271,6 +1272,7 @@ mod tests {
         let h = b.cvt(neg, Type::BF16);
         let _ = b.shfl(ShflMode::Bfly, z, lane);
         let e = b.elect();
+        b.warp_sync();
         let au = b.iconst(Type::vec(Scalar::U32, 4), 0);
         let bu = b.iconst(Type::vec(Scalar::U32, 2), 0);
         let cf = b.ld_global(

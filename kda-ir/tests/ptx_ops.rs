@@ -369,6 +369,7 @@ fn all_ops_kernel() -> Kernel {
         let bf = b.shfl(ShflMode::Bfly, acc, one);
         let ix = b.shfl(ShflMode::Idx, fi, zero);
         let elected = b.elect();
+        b.warp_sync();
         let d = b.mma(awords, bvec, st);
         let d0 = b.extract(d, 0);
         acc = b.add(acc, bf);
@@ -494,6 +495,7 @@ fn every_emitter_assembles() {
         "shfl.sync.bfly.b32",
         "shfl.sync.idx.b32",
         "elect.sync",
+        "bar.warp.sync -1;",
         ".minnctapersm 1",
         "barrier.cluster.arrive.aligned",
         "bar.sync 1, 64",

@@ -1,5 +1,5 @@
-//! Warp collectives (`shfl`, `elect`, `mma`) run only in warp-uniform control
-//! flow. Each failing case with its legal twin.
+//! Warp collectives (`shfl`, `elect`, `mma`, `warp.sync`) run only in
+//! warp-uniform control flow. Each failing case with its legal twin.
 
 mod verifier_support;
 
@@ -190,4 +190,28 @@ fn role_regions_are_warp_uniform() {
         }),
         "(it comes from `elect` at",
     );
+}
+
+#[test]
+fn warp_sync_only_in_warp_uniform_control_flow() {
+    let sync_under = |lane_dependent: bool| {
+        kernel(128, |b| {
+            let t = b.thread_idx();
+            let c = if lane_dependent { b.u32(0) } else { b.u32(5) };
+            let x = if lane_dependent {
+                t
+            } else {
+                b.bin(BinOp::Shr, t, c)
+            };
+            let z = b.u32(0);
+            let cond = b.cmp(CmpOp::Eq, x, z);
+            b.if_(cond, |b| b.warp_sync());
+        })
+    };
+    assert_err(
+        &sync_under(true),
+        "`warp.sync` is a warp collective under thread-divergent control flow",
+    );
+    // `warp == 0` is uniform across a warp's lanes.
+    assert_ok(&sync_under(false));
 }

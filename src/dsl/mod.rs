@@ -34,7 +34,7 @@ pub use sync::{
     pdl_trigger, pdl_wait,
 };
 pub use val::{Cast, Elem, Operand, Ty, Val, pack, val};
-pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, warp_sum};
+pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, sync_warp, warp_sum};
 
 /// Everything a kernel body uses; `#[cluster_kernel]` imports it into each kernel.
 pub mod prelude {
@@ -43,6 +43,6 @@ pub mod prelude {
         cluster_arrive_relaxed, cluster_rank, cluster_sync, cluster_wait, cp_async_commit,
         cp_async_wait, elect, fence_mbarrier_init, fence_proxy_async, fma, fma_ftz, fma_with,
         grid_dim, ix, lane_id, mma, pack, pdl_trigger, pdl_wait, range, select, shfl_bfly,
-        shfl_idx, thread_idx, val, warp_sum,
+        shfl_idx, sync_warp, thread_idx, val, warp_sum,
     };
 }

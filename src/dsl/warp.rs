@@ -33,6 +33,15 @@ pub fn shfl_idx<T: Word>(v: Val<T>, lane: impl Operand<u32>) -> Val<T> {
     shfl(ShflMode::Idx, v, l)
 }
 
+/// `bar.warp.sync` of the whole warp (CUDA's `__syncwarp()`): the lanes
+/// wait for each other, and what each lane wrote to memory before it is
+/// ordered before what the others read after it. A warp collective: only in
+/// warp-uniform control flow.
+#[track_caller]
+pub fn sync_warp() {
+    emit(|b| b.warp_sync())
+}
+
 /// `elect.sync`: true in exactly one lane of the warp.
 #[track_caller]
 pub fn elect() -> Val<bool> {

@@ -252,6 +252,14 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                 if tid == 0 {
                     full.init();
                     fence_mbarrier_init();
+                }
+                // Thread 0 arms what it initialised, in program order; the
+                // warp sync states that order for compute-sanitizer, which
+                // files the (uniform-datapath) init under another lane.
+                if warp == 0 {
+                    sync_warp();
+                }
+                if tid == 0 {
                     full.arm();
                     let (bytes, evict) = (rows * 512, cfg.schedule.evict);
                     bulk_copy!(

@@ -317,6 +317,10 @@ impl<'k> Emitter<'k> {
             Op::MbarArriveExpectTx { barrier, bytes } => self.mbar_arrive(*barrier, Some(*bytes)),
             Op::MbarWait { barrier, phase } => self.mbar_wait(*barrier, *phase),
             Op::FenceMbarInit => self.fence_mbarrier_init(),
+            Op::WarpSync => {
+                self.ins("bar.warp.sync -1");
+                Ok(())
+            }
             Op::FenceProxyAsync => self.fence_proxy_async(),
             Op::ClusterArrive { relaxed } => self.cluster_arrive(*relaxed),
             Op::ClusterWait => self.cluster_wait(),

@@ -524,6 +524,7 @@ impl Sig<'_, '_> {
             | Op::MbarArrive { .. }
             | Op::MbarWait { .. }
             | Op::FenceMbarInit
+            | Op::WarpSync
             | Op::FenceProxyAsync
             | Op::ClusterArrive { .. }
             | Op::ClusterWait

@@ -944,7 +944,10 @@ impl<'k> Emit<'k> {
                 bar: barrier.as_u32(),
                 phase,
             },
-            Op::FenceMbarInit | Op::FenceProxyAsync | Op::GridDepLaunch => Ins::Nop,
+            // The simulator runs a warp's lanes in lockstep: a warp sync
+            // orders nothing further (the verifier keeps it out of
+            // lane-divergent code).
+            Op::FenceMbarInit | Op::FenceProxyAsync | Op::GridDepLaunch | Op::WarpSync => Ins::Nop,
             Op::CpAsyncCommit | Op::CpAsyncWait(_) => Ins::Nop,
             Op::GridDepWait => Ins::PdlWait,
             Op::ClusterArrive { .. } => Ins::ClusterArrive,
