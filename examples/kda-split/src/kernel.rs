@@ -230,6 +230,9 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                 }
                 decay_full.init();
                 decay_full.arm();
+                if let Some(full) = state_full {
+                    full.init();
+                }
             }
             fence_mbarrier_init();
             cluster_arrive_relaxed();
@@ -249,16 +252,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
             // ---- ready loads: state rows (or their bulk copy), conv taps, weights
             let mut history = regs!([f32; passes, chunks, 4]);
             if let (Some(staged), Some(full)) = (staged, state_full) {
-                if tid == 0 {
-                    full.init();
-                    fence_mbarrier_init();
-                }
-                // Thread 0 arms what it initialised, in program order; the
-                // warp sync states that order for compute-sanitizer, which
-                // files the (uniform-datapath) init under another lane.
-                if warp == 0 {
-                    sync_warp();
-                }
+                // Thread 0 initialised `full` with the other barriers above.
                 if tid == 0 {
                     full.arm();
                     let (bytes, evict) = (rows * 512, cfg.schedule.evict);
