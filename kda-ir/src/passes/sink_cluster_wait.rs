@@ -100,6 +100,14 @@ mod tests {
         b.finish()
     }
 
+    /// `k` after the pass, verified before and after.
+    fn sunk(mut k: Kernel) -> Kernel {
+        verified(&k);
+        run(&mut k);
+        verified(&k);
+        k
+    }
+
     /// A cluster of 2, 64 threads in two warp roles, `state` and `gate`, a
     /// barrier `full` of `tx` bytes and its inbox, a ready tensor `w`.
     struct Pair {
@@ -163,10 +171,7 @@ mod tests {
 
     #[test]
     fn each_roles_wait_sinks_to_its_first_send() {
-        let mut k = exchange(true);
-        verified(&k);
-        run(&mut k);
-        verified(&k);
+        let k = sunk(exchange(true));
         let rs = top_regions(&k);
         assert_eq!(
             names(&k, rs[0]),
@@ -222,10 +227,7 @@ mod tests {
             let first = b.cmp(CmpOp::Eq, tid, zero);
             b.if_(first, |b| b.bar_sync(1, 32));
         });
-        let mut k = b.finish();
-        verified(&k);
-        run(&mut k);
-        verified(&k);
+        let k = sunk(b.finish());
         assert_eq!(
             names(&k, k.body),
             [
@@ -264,10 +266,7 @@ mod tests {
         b.cluster_wait();
         let w = b.add(v, v);
         b.st_global(t, &[tid], w, None, CachePolicy::Normal);
-        let mut k = b.finish();
-        verified(&k);
-        run(&mut k);
-        verified(&k);
+        let k = sunk(b.finish());
         assert_eq!(
             names(&k, k.body),
             [
@@ -310,10 +309,7 @@ mod tests {
             let v = b.f32(1.0);
             b.st_async(inbox, lane, v, peer, full);
         });
-        let mut k = b.finish();
-        verified(&k);
-        run(&mut k);
-        verified(&k);
+        let k = sunk(b.finish());
         let rs = top_regions(&k);
         assert_eq!(
             names(&k, rs[0]),

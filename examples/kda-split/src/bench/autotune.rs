@@ -1051,13 +1051,16 @@ mod tests {
         assert!(s.candidates.iter().all(|c| c.raw[1] == 8 || c.raw[1] == 16));
     }
 
+    fn m(schedule: [u32; 5], us_per_step: f64, timing: &str) -> Measured {
+        Measured {
+            schedule,
+            us_per_step,
+            timing: timing.into(),
+        }
+    }
+
     #[test]
     fn the_seed_stays_unless_the_best_gains_enough() {
-        let m = |s: [u32; 5], us: f64, timing: &str| Measured {
-            schedule: s,
-            us_per_step: us,
-            timing: timing.into(),
-        };
         let seed = [0, 16, 0, 4, 0];
         let measured = vec![
             m([1, 8, 0, 2, 0], 9.0, "search"),
@@ -1081,11 +1084,6 @@ mod tests {
 
     #[test]
     fn unusable_schedules_are_not_chosen() {
-        let m = |s: [u32; 5], us: f64, timing: &str| Measured {
-            schedule: s,
-            us_per_step: us,
-            timing: timing.into(),
-        };
         let seed = [0, 16, 0, 4, 0];
         let (fast, next, slow) = ([1, 16, 0, 4, 0], [1, 32, 0, 4, 0], [1, 8, 0, 4, 0]);
         let measured = vec![
