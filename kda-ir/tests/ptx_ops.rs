@@ -57,9 +57,10 @@ fn variant(op: &Op) -> usize {
         Op::While { .. } => 38,
         Op::InRole { .. } => 39,
         Op::Yield => 40,
+        Op::WarpSync => 41,
     }
 }
-const VARIANTS: usize = 41;
+const VARIANTS: usize = 42;
 
 const ROWS_PER_CTA: u64 = 1;
 

@@ -158,7 +158,7 @@ pub const STAGE_BLOCK: u32 = 128;
 /// is reading thread 0, or with `separate_issuer` thread 0 of an extra warp
 /// that neither waits nor reads. `bytes` is a multiple of 16 · [`STAGE_BLOCK`].
 pub fn bulk_stage(bytes: u32, separate_issuer: bool) -> Kernel {
-    assert!(bytes % (16 * STAGE_BLOCK) == 0, "{bytes} bytes");
+    assert!(bytes.is_multiple_of(16 * STAGE_BLOCK), "{bytes} bytes");
     let words = bytes / 4;
     let block = STAGE_BLOCK + if separate_issuer { 32 } else { 0 };
     let suffix = if separate_issuer { "_split" } else { "" };
