@@ -92,6 +92,11 @@ options:
   --reselect FILE     no GPU: choose every point of the tuned table FILE again
                       from the schedules measured there, with the current rules
                       (spill exclusion, --min-gain); keeps its measurements
+  --device-spills F   with --reselect or --from-bench (repeatable): also leave
+                      out schedules a `kda-split bench --json` file F saw using
+                      local memory on the GPU (the driver's JIT can spill where
+                      ptxas does not); autotune itself reads what the driver
+                      reports for every schedule it measures
   -h, --help          this text
 
 Default points: heads 6, 12 and 32 at batch 1, 8, 32, 64, 128, 512 (T = 1) and
@@ -122,6 +127,9 @@ pub struct Options {
     pub minutes: f64,
     pub from_bench: Option<String>,
     pub reselect: Option<String>,
+    /// `--device-spills`: bench JSON files whose rows say which schedules
+    /// used local memory on the GPU.
+    pub device_spills: Vec<String>,
 }
 
 impl Options {
@@ -132,6 +140,7 @@ impl Options {
         let (mut no_evict, mut top, mut search_ms, mut min_gain, mut minutes) =
             (false, None, None, None, None);
         let (mut from_bench, mut reselect) = (None, None);
+        let mut device_spills = Vec::new();
         let bench = BenchOptions::parse_with(args, "autotune", USAGE, |flag, value| {
             let number = |v: String| {
                 v.parse::<f64>()
@@ -160,6 +169,7 @@ impl Options {
                 "--minutes" => minutes = Some(number(value()?)?),
                 "--from-bench" => from_bench = Some(value()?),
                 "--reselect" => reselect = Some(value()?),
+                "--device-spills" => device_spills.push(value()?),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -175,6 +185,11 @@ impl Options {
                     "{flag} is a bench option, not an autotune one\n\n{USAGE}"
                 ));
             }
+        }
+        if !device_spills.is_empty() && from_bench.is_none() && reselect.is_none() {
+            return Err(format!(
+                "--device-spills goes with --reselect or --from-bench (a GPU search reads the driver's report itself)\n\n{USAGE}"
+            ));
         }
         if from_bench.is_some() && reselect.is_some() {
             return Err(format!(
@@ -201,6 +216,7 @@ impl Options {
             minutes: minutes.unwrap_or(if quick { 2.5 } else { 6.0 }),
             from_bench,
             reselect,
+            device_spills,
             bench,
         })
     }
@@ -372,6 +388,9 @@ pub fn spills(point: &Point, schedule: &[u32; 5]) -> Option<bool> {
 pub struct SpillCheck {
     checked: bool,
     known: HashMap<(Point, [u32; 5]), bool>,
+    /// Local memory per thread the GPU's driver reported for a schedule at
+    /// a point (its JIT may spill where ptxas does not).
+    device: HashMap<(Point, [u32; 5]), u32>,
 }
 
 impl Default for SpillCheck {
@@ -386,7 +405,52 @@ impl SpillCheck {
         SpillCheck {
             checked: kda_ir::ptxas::find().is_some(),
             known: HashMap::new(),
+            device: HashMap::new(),
         }
+    }
+
+    /// Record what the GPU's driver reported for `schedule` at `point`: a
+    /// schedule with local memory is left out whatever ptxas says.
+    pub fn note_device(&mut self, point: &Point, schedule: &[u32; 5], local_bytes: u32) {
+        let at = self.device.entry((*point, *schedule)).or_insert(0);
+        *at = (*at).max(local_bytes);
+    }
+
+    /// [`note_device`](Self::note_device) for every measured row of a
+    /// `kda-split bench --json` document (its `resolved` schedule and
+    /// `local_bytes`); how many rows it read.
+    pub fn note_bench(&mut self, doc: &Value) -> Result<usize, String> {
+        let rows = doc["rows"].as_array().ok_or("no `rows` list")?;
+        let mut n = 0;
+        for r in rows {
+            let num = |v: &Value| v.as_u64().and_then(|x| u32::try_from(x).ok());
+            let res = &r["resolved"];
+            let (Some(heads), Some(batch), Some(tokens), Some(local)) = (
+                num(&r["heads"]),
+                num(&r["batch"]),
+                num(&r["tokens"]),
+                num(&r["local_bytes"]),
+            ) else {
+                continue;
+            };
+            let (Some(e), Some(l), Some(o), Some(c), Some(ev)) = (
+                num(&res["early"]),
+                num(&res["lanes"]),
+                num(&res["occupancy"]),
+                num(&res["cluster"]),
+                res["evict"].as_bool(),
+            ) else {
+                continue;
+            };
+            let point = Point {
+                heads,
+                batch,
+                tokens,
+            };
+            self.note_device(&point, &[e, l, o, c, u32::from(ev)], local);
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Whether ptxas checks the schedules (else none is excluded).
@@ -406,6 +470,15 @@ impl SpillCheck {
     /// Whether `schedule` may be chosen at `point`: it does not spill (or
     /// spills cannot be checked). Prints each schedule left out.
     pub fn usable(&mut self, point: &Point, schedule: &[u32; 5]) -> bool {
+        if let Some(&bytes) = self.device.get(&(*point, *schedule))
+            && bytes > 0
+        {
+            println!(
+                "    {point}: {} uses {bytes} B of local memory per thread on the GPU: left out",
+                text(schedule)
+            );
+            return false;
+        }
         if !self.checked {
             return true;
         }
@@ -723,6 +796,15 @@ pub fn markdown(table: &TunedTable) -> String {
 
 /// The rows' good measurements as `timing`; with `check`, only those whose
 /// first step matched the reference (or was not checked).
+/// What the driver reported about each measured schedule's local memory.
+fn note_rows(spill: &mut SpillCheck, point: &Point, rows: &[Row]) {
+    for r in rows {
+        if let (Outcome::Measured(m), Some(res)) = (&r.outcome, r.resolved) {
+            spill.note_device(point, &res.raw(), m.resources.local_bytes);
+        }
+    }
+}
+
 fn measurements(rows: &[Row], timing: &str) -> Vec<Measured> {
     rows.iter()
         .filter_map(|r| {
@@ -813,6 +895,7 @@ pub fn run(
                 Outcome::Skipped(_) => false,
             })
             .count();
+        note_rows(&mut spill, &point, &rows);
         let searched = measurements(&rows, "search");
         let seed = rows
             .iter()
@@ -867,6 +950,7 @@ pub fn run(
         };
         let final_rows = measure_point(dev, &mut workload, &finals, &full);
         drop(workload);
+        note_rows(&mut spill, &point, &final_rows);
         let mut measured = measurements(&final_rows, "full");
         measured.extend(searched);
         let mut notes = Map::new();
@@ -911,6 +995,19 @@ fn write(path: &str, table: &TunedTable) -> Result<(), String> {
     std::fs::write(path, table.to_json_string()).map_err(|e| format!("writing {path}: {e}"))
 }
 
+/// A [`SpillCheck`] that also knows what the GPU reported in `files`
+/// (`kda-split bench --json` output).
+fn device_spills(files: &[String]) -> Result<SpillCheck, String> {
+    let mut spill = SpillCheck::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
+        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{file}: {e}"))?;
+        let n = spill.note_bench(&doc).map_err(|e| format!("{file}: {e}"))?;
+        println!("{file}: the GPU's local memory for {n} measured schedules");
+    }
+    Ok(spill)
+}
+
 /// Entry point of `kda-split autotune`; `args` are the flags after `autotune`.
 pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
     let opts = Options::parse(args)?;
@@ -926,7 +1023,7 @@ pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
         |file: &str| std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"));
     if let Some(file) = &opts.from_bench {
         let doc: Value = serde_json::from_str(&read(file)?).map_err(|e| format!("{file}: {e}"))?;
-        let mut spill = SpillCheck::new();
+        let mut spill = device_spills(&opts.device_spills)?;
         println!("{}", spill.describe());
         let mut table = table_from_bench(&doc, file, opts.min_gain, &mut |p, s| spill.usable(p, s))
             .map_err(|e| format!("{file}: {e}"))?;
@@ -938,17 +1035,25 @@ pub fn main_with_args(args: &[String]) -> Result<(), Box<dyn Error>> {
     }
     if let Some(file) = &opts.reselect {
         let old = TunedTable::parse(&read(file)?).map_err(|e| format!("{file}: {e}"))?;
-        let mut spill = SpillCheck::new();
+        let mut spill = device_spills(&opts.device_spills)?;
         println!("{}", spill.describe());
         let mut table = reselect(&old, opts.min_gain, &mut |p, s| spill.usable(p, s));
         table.meta.insert(
             "reselected".into(),
             json!(format!(
                 "by `{command}` on {}: every point chosen again from its measured schedules \
-                 (no new timing), min gain {}; {}",
+                 (no new timing), min gain {}; {}{}",
                 date_of(now_unix()),
                 opts.min_gain,
-                spill.describe()
+                spill.describe(),
+                if opts.device_spills.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; so are schedules the GPU ran with local memory in {}",
+                        opts.device_spills.join(", ")
+                    )
+                }
             )),
         );
         table.meta.insert("spills".into(), json!(spill.describe()));
@@ -1210,6 +1315,43 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert!(Options::parse(&args).is_err());
+    }
+
+    #[test]
+    fn schedules_the_gpu_ran_with_local_memory_are_left_out() {
+        let doc = json!({"rows": [
+            {"heads": 12, "batch": 64, "tokens": 4, "local_bytes": 16,
+             "resolved": {"early": 0, "lanes": 32, "occupancy": 0, "cluster": 4, "evict": false}},
+            {"heads": 12, "batch": 64, "tokens": 4, "local_bytes": 0,
+             "resolved": {"early": 0, "lanes": 16, "occupancy": 0, "cluster": 4, "evict": false}},
+            {"heads": 12, "batch": 64, "tokens": 4, "status": "skipped",
+             "resolved": {"early": 1, "lanes": 16, "occupancy": 0, "cluster": 4, "evict": false}},
+        ]});
+        let mut spill = SpillCheck::new();
+        assert_eq!(spill.note_bench(&doc), Ok(2));
+        let at = p(12, 64, 4);
+        assert!(!spill.usable(&at, &[0, 32, 0, 4, 0]));
+        // The same schedule elsewhere is not known to spill on the GPU.
+        let other = p(12, 8, 4);
+        spill.checked = false; // no ptxas in this test: only the GPU's report counts
+        assert!(spill.usable(&other, &[0, 32, 0, 4, 0]));
+        assert!(spill.usable(&at, &[0, 16, 0, 4, 0]));
+        assert!(SpillCheck::new().note_bench(&json!({})).is_err());
+    }
+
+    #[test]
+    fn device_spills_needs_a_table_to_reselect() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(Options::parse(&args(&["--device-spills", "b.json"])).is_err());
+        let o = parse(&[
+            "--reselect",
+            "t.json",
+            "--device-spills",
+            "a.json",
+            "--device-spills",
+            "b.json",
+        ]);
+        assert_eq!(o.device_spills, ["a.json", "b.json"]);
     }
 
     #[test]
