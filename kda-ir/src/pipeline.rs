@@ -20,8 +20,8 @@
 //! 3. `hoist_ready_loads` (early): ready `ld.global`s that still follow the
 //!    wait (after the first produced read) move above it.
 //! 4. `sink_cluster_wait` (early): each `cluster.wait` moves down its region
-//!    to the first DSMEM send (or cluster op, global store, or the region's
-//!    end), so each
+//!    to the first DSMEM send (or cluster op, global store, `mbarrier.wait`,
+//!    or the region's end), so each
 //!    role syncs the cluster only right before it needs the peers' barriers.
 //!
 //! Without `early` only the first pass changes anything: cluster waits stay
