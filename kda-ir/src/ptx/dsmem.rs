@@ -12,7 +12,8 @@ use super::emitter::{Bank, Emitter, brace};
 
 impl Emitter<'_> {
     /// `mapa` the local element and barrier addresses to CTA `cta`'s, then
-    /// one `st.async` of 4, 8 or 16 bytes.
+    /// one `st.async` of 4, 8 or 16 bytes (in a one-CTA cluster, a local
+    /// store and a barrier operation instead: see below).
     pub fn st_async(&mut self, i: Inst, buf: Buffer, bar: Barrier) -> Result<(), PtxError> {
         let d = &self.k.insts[i];
         let (idx, v, cta) = (d.args[0], d.args[1], d.args[2]);
@@ -20,8 +21,6 @@ impl Emitter<'_> {
         if ty.elem == Scalar::Bool || ![4, 8, 16].contains(&ty.bytes()) {
             return Err(self.err(i, format!("st.async moves 4, 8 or 16 bytes, not a {ty}")));
         }
-        let cta = self.reg(cta);
-        let cta = self.narrow32(cta);
         let (local, off) = self.shared_addr_parts(buf, idx);
         let smem = self
             .smem
@@ -34,7 +33,6 @@ impl Emitter<'_> {
             r
         };
         let l_bar = self.new_reg(Bank::B32);
-        let (r_elem, r_bar) = (self.new_reg(Bank::B32), self.new_reg(Bank::B32));
         self.ins(format!(
             "add.u32 {l_bar}, {smem}, {}",
             self.layout.barriers[bar]
@@ -46,22 +44,7 @@ impl Emitter<'_> {
             // to the waiter through the barrier (`Emitter::sends_arrive`):
             // an arrival counting the bytes, or, on a barrier bulk copies
             // also complete, a fence and `complete_tx`.
-            let _ = (r_elem, r_bar, cta);
-            let (elem, ops) = match ty.elem {
-                Scalar::F32 => ("f32", regs),
-                Scalar::I64 | Scalar::U64 => ("b64", regs),
-                s => ("b32", self.words32(s, &regs)),
-            };
-            let vec = match ops.len() {
-                1 => "",
-                2 => ".v2",
-                _ => ".v4",
-            };
-            let src = if ops.len() == 1 {
-                ops[0].to_string()
-            } else {
-                brace(&ops)
-            };
+            let (vec, elem, src) = self.store_operands(ty.elem, regs);
             self.ins(format!("st.shared{vec}.{elem} [{l_elem}], {src}"));
             if self.counts_bytes[bar] {
                 self.ins(format!(
@@ -77,11 +60,29 @@ impl Emitter<'_> {
             }
             return Ok(());
         }
+        let cta = self.reg(cta);
+        let cta = self.narrow32(cta);
+        let (r_elem, r_bar) = (self.new_reg(Bank::B32), self.new_reg(Bank::B32));
         self.ins(format!(
             "mapa.shared::cluster.u32 {r_elem}, {l_elem}, {cta}"
         ));
         self.ins(format!("mapa.shared::cluster.u32 {r_bar}, {l_bar}, {cta}"));
-        let (elem, ops) = match ty.elem {
+        let (vec, elem, src) = self.store_operands(ty.elem, regs);
+        self.ins(format!(
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.{elem} [{r_elem}], {src}, [{r_bar}]"
+        ));
+        Ok(())
+    }
+
+    /// The vector suffix, element type and source operand of a store of
+    /// `regs` (a value of `elem`s): f32 and 64-bit lanes as they are, other
+    /// types packed into 32-bit words.
+    fn store_operands(
+        &mut self,
+        elem: Scalar,
+        regs: Vec<super::emitter::Reg>,
+    ) -> (&'static str, &'static str, String) {
+        let (ty, ops) = match elem {
             Scalar::F32 => ("f32", regs),
             Scalar::I64 | Scalar::U64 => ("b64", regs),
             s => ("b32", self.words32(s, &regs)),
@@ -96,10 +97,7 @@ impl Emitter<'_> {
         } else {
             brace(&ops)
         };
-        self.ins(format!(
-            "st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.{elem} [{r_elem}], {src}, [{r_bar}]"
-        ));
-        Ok(())
+        (vec, ty, src)
     }
 
     pub fn cp_async(&mut self, i: Inst, buf: Buffer, t: Tensor) -> Result<(), PtxError> {
