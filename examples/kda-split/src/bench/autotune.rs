@@ -423,39 +423,15 @@ impl SpillCheck {
         let rows = doc["rows"].as_array().ok_or("no `rows` list")?;
         let mut n = 0;
         for r in rows {
-            let num = |v: &Value| v.as_u64().and_then(|x| u32::try_from(x).ok());
-            let res = &r["resolved"];
-            let (Some(heads), Some(batch), Some(tokens), Some(local)) = (
-                num(&r["heads"]),
-                num(&r["batch"]),
-                num(&r["tokens"]),
-                num(&r["local_bytes"]),
-            ) else {
+            let (Ok(point), Some(schedule), Some(local)) =
+                (row_point(r), row_schedule(r), json_u32(&r["local_bytes"]))
+            else {
                 continue;
             };
-            let (Some(e), Some(l), Some(o), Some(c), Some(ev)) = (
-                num(&res["early"]),
-                num(&res["lanes"]),
-                num(&res["occupancy"]),
-                num(&res["cluster"]),
-                res["evict"].as_bool(),
-            ) else {
-                continue;
-            };
-            let point = Point {
-                heads,
-                batch,
-                tokens,
-            };
-            self.note_device(&point, &[e, l, o, c, u32::from(ev)], local);
+            self.note_device(&point, &schedule, local);
             n += 1;
         }
         Ok(n)
-    }
-
-    /// Whether ptxas checks the schedules (else none is excluded).
-    pub fn checked(&self) -> bool {
-        self.checked
     }
 
     /// One line saying whether spills are checked.
@@ -621,6 +597,34 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
+/// The point of a row of a `kda-split bench --json` document.
+fn row_point(r: &Value) -> Result<Point, String> {
+    let field = |k: &str| json_u32(&r[k]).ok_or_else(|| format!("a row without `{k}`"));
+    Ok(Point {
+        heads: field("heads")?,
+        batch: field("batch")?,
+        tokens: field("tokens")?,
+    })
+}
+
+/// The explicit schedule (`[early, lanes, occupancy, cluster, evict]`) a
+/// bench row resolved to, if it says.
+fn row_schedule(r: &Value) -> Option<[u32; 5]> {
+    let s = &r["resolved"];
+    let n = |k: &str| json_u32(&s[k]);
+    Some([
+        n("early")?,
+        n("lanes")?,
+        n("occupancy")?,
+        n("cluster")?,
+        u32::from(s["evict"].as_bool()?),
+    ])
+}
+
+fn json_u32(v: &Value) -> Option<u32> {
+    v.as_u64().and_then(|x| u32::try_from(x).ok())
+}
+
 /// The table from a `kda-split bench --json` document: per point, every
 /// schedule measured (`timing: "bench"`), the fastest chosen as by
 /// [`tuned_point`] with `usable` (of a point and a schedule).
@@ -633,29 +637,9 @@ pub fn table_from_bench(
     let rows = doc["rows"].as_array().ok_or("no `rows` list")?;
     let device = doc["device"].as_str().ok_or("no `device`")?;
     let unix = doc["unix_time"].as_u64().unwrap_or(0);
-    let field = |r: &Value, k: &str| -> Result<u32, String> {
-        r[k].as_u64()
-            .and_then(|x| u32::try_from(x).ok())
-            .ok_or_else(|| format!("a row without `{k}`"))
-    };
-    let resolved = |r: &Value| -> Option<[u32; 5]> {
-        let s = &r["resolved"];
-        let n = |k: &str| s[k].as_u64().and_then(|x| u32::try_from(x).ok());
-        Some([
-            n("early")?,
-            n("lanes")?,
-            n("occupancy")?,
-            n("cluster")?,
-            u32::from(s["evict"].as_bool()?),
-        ])
-    };
     let mut points: Vec<(Point, Option<[u32; 5]>, Vec<Measured>)> = Vec::new();
     for r in rows {
-        let point = Point {
-            heads: field(r, "heads")?,
-            batch: field(r, "batch")?,
-            tokens: field(r, "tokens")?,
-        };
+        let point = row_point(r)?;
         let at = match points.iter().position(|(p, _, _)| *p == point) {
             Some(i) => i,
             None => {
@@ -669,11 +653,13 @@ pub fn table_from_bench(
             .map(|a| a.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default();
         if raw.len() >= 3 && raw.iter().all(|&x| x == 0) {
-            entry.1 = resolved(r);
+            entry.1 = row_schedule(r);
         }
-        if let (Some("ok"), Some(us), Some(schedule)) =
-            (r["status"].as_str(), r["us_per_step"].as_f64(), resolved(r))
-        {
+        if let (Some("ok"), Some(us), Some(schedule)) = (
+            r["status"].as_str(),
+            r["us_per_step"].as_f64(),
+            row_schedule(r),
+        ) {
             entry.2.push(Measured {
                 schedule,
                 us_per_step: us,
