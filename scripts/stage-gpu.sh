@@ -91,17 +91,24 @@ record() { # <step> <result>
     echo "   $2"
 }
 
-step() { # <step> <command...>
-    local name="$1" rc
+# Run <command...> with the step limit, logging to <log dir>/<step>.log;
+# sets rc to its exit status (124: timed out, noted in the log).
+run_logged() { # <step> <command...>
+    local name="$1"
     shift
     echo "== $name"
     timeout "$limit" "$@" >"$out/$name.log" 2>&1
     rc=$?
+    [[ $rc -eq 124 ]] && echo "(timed out after ${limit}s)" >>"$out/$name.log"
+}
+
+step() { # <step> <command...>
+    local rc
+    run_logged "$@"
     if [[ $rc -eq 0 ]]; then
-        record "$name" ok
+        record "$1" ok
     else
-        [[ $rc -eq 124 ]] && echo "(timed out after ${limit}s)" >>"$out/$name.log"
-        record "$name" "FAILED (exit $rc, see $name.log)"
+        record "$1" "FAILED (exit $rc, see $1.log)"
         status=1
     fi
 }
@@ -112,17 +119,13 @@ step() { # <step> <command...>
 # from the summary line: the program passed and "(0 errors", warnings
 # counted in the result so they stay visible.
 racecheck_step() { # <step> <command...>
-    local name="$1" rc line
-    shift
-    echo "== $name"
-    timeout "$limit" "$@" >"$out/$name.log" 2>&1
-    rc=$?
-    line=$(grep -h "RACECHECK SUMMARY" "$out/$name.log" | tail -n 1)
+    local rc line
+    run_logged "$@"
+    line=$(grep -h "RACECHECK SUMMARY" "$out/$1.log" | tail -n 1)
     if [[ $rc -eq 0 && $line == *"(0 errors, "* ]]; then
-        record "$name" "ok (${line##*(}"
+        record "$1" "ok (${line##*(}"
     else
-        [[ $rc -eq 124 ]] && echo "(timed out after ${limit}s)" >>"$out/$name.log"
-        record "$name" "FAILED (exit $rc, ${line:-no racecheck summary}; see $name.log)"
+        record "$1" "FAILED (exit $rc, ${line:-no racecheck summary}; see $1.log)"
         status=1
     fi
 }
