@@ -45,6 +45,9 @@ pub enum PtxasError {
     Rejected { stderr: String },
     #[error("cannot read the ptxas -v report:\n{log}")]
     Report { log: String },
+    /// From [`check_no_spills`]: it assembled, but spills.
+    #[error("{} B spill stores, {} B spill loads:\n{}", .0.spill_stores, .0.spill_loads, .0.log)]
+    Spills(Box<PtxasReport>),
 }
 
 /// The workspace root: the nearest directory above the crate (or the current
@@ -87,18 +90,15 @@ pub fn find() -> Option<PathBuf> {
 
 /// What the test suites require of every PTX they generate: it assembles
 /// for sm_90a and spills nothing. `Ok(None)` when `KDA_SKIP_PTXAS` is set;
-/// otherwise the report, or why not (ptxas missing or rejecting, or the
-/// spills with ptxas's log).
-pub fn check_no_spills(ptx: &str) -> Result<Option<PtxasReport>, String> {
+/// otherwise the report, or why not (ptxas missing or rejecting it, or
+/// [`PtxasError::Spills`] with ptxas's report).
+pub fn check_no_spills(ptx: &str) -> Result<Option<PtxasReport>, PtxasError> {
     if std::env::var_os("KDA_SKIP_PTXAS").is_some() {
         return Ok(None);
     }
-    let report = assemble(ptx).map_err(|e| e.to_string())?;
+    let report = assemble(ptx)?;
     if report.spills() > 0 {
-        return Err(format!(
-            "{} B spill stores, {} B spill loads:\n{}",
-            report.spill_stores, report.spill_loads, report.log
-        ));
+        return Err(PtxasError::Spills(Box::new(report)));
     }
     Ok(Some(report))
 }

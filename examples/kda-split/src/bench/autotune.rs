@@ -376,7 +376,7 @@ pub fn spills(point: &Point, schedule: &[u32; 5]) -> Option<bool> {
         return Some(true);
     };
     match kda_ir::ptxas::assemble(&compiled.ptx) {
-        Ok(report) => Some(report.spill_stores != 0 || report.spill_loads != 0),
+        Ok(report) => Some(report.spills() > 0),
         Err(kda_ir::ptxas::PtxasError::NotFound) => None,
         Err(_) => Some(true),
     }
