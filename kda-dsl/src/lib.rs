@@ -1,11 +1,12 @@
-//! The runtime side of `#[cluster_kernel]`.
+//! kda-dsl: the runtime side of `#[cluster_kernel]`, re-exported by the `kda`
+//! facade as `kda::dsl` (the path expansions name).
 //!
 //! The macro turns a kernel function into a builder function that *traces*
 //! the body: comptime values are plain Rust (the `#[comptime]` parameters,
 //! numbers, arrays, `Vec`s), runtime values are [`Val<T>`]s whose operators
 //! emit IR instructions into the kernel being built. Control flow on a
 //! comptime value runs at trace time (an `if` picks a branch, a `for`
-//! unrolls); on a runtime value it becomes an IR region ([`control`]).
+//! unrolls); on a runtime value it becomes an IR region ([`range`], [`Cond`]).
 //!
 //! See `docs/language.md` for the language; the items here are what a kernel
 //! body calls (all in [`prelude`], which the macro imports into every kernel).
