@@ -11,6 +11,8 @@ pub mod passes;
 pub mod pipeline;
 pub mod ptx;
 pub mod ptxas;
+#[doc(hidden)]
+pub mod testkernels;
 pub mod types;
 pub mod verifier;
 pub mod write;

@@ -4,11 +4,12 @@
 mod ptx_common;
 
 use kda_ir::pipeline::{Options, compile};
+use kda_ir::testkernels::dsmem_exchange;
 
 #[test]
 fn demo_assembles_without_spills() {
     for cluster in [2, 4, 8] {
-        let k = dsmem_exchange::builder_api(cluster);
+        let k = dsmem_exchange(cluster);
         let c = compile(&k, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
         if cluster == 2 {
             println!("{}", c.ptx);
@@ -22,11 +23,7 @@ fn demo_assembles_without_spills() {
                 .contains("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32")
         );
         // Every instruction group names its DSL line.
-        assert!(
-            c.ptx.contains("// examples/dsmem-exchange/src/lib.rs:"),
-            "{}",
-            c.ptx
-        );
+        assert!(c.ptx.contains("// kda-ir/src/testkernels.rs:"), "{}", c.ptx);
         // inbox (128 bytes) then the mbarrier.
         assert_eq!(c.layout.bytes, 144);
         if let Some(r) = ptx_common::assemble(&c.ptx) {
@@ -44,7 +41,7 @@ fn kda_dump_writes_every_stage() {
         dump: Some(dir.clone()),
         ..Options::default()
     };
-    compile(&dsmem_exchange::builder_api(2), &opts).unwrap();
+    compile(&dsmem_exchange(2), &opts).unwrap();
     let mut files = vec!["dsmem_exchange.0-input.ir".to_string()];
     for (n, p) in kda_ir::pipeline::PASSES.iter().enumerate() {
         files.push(format!("dsmem_exchange.{}-{}.ir", n + 1, p.name));
@@ -64,6 +61,6 @@ fn unknown_passes_are_refused() {
         skip: vec!["hoist".into()],
         ..Options::default()
     };
-    let e = compile(&dsmem_exchange::builder_api(2), &opts).unwrap_err();
+    let e = compile(&dsmem_exchange(2), &opts).unwrap_err();
     assert!(e.to_string().contains("unknown pass `hoist`"), "{e}");
 }

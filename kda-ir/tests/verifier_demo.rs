@@ -3,6 +3,7 @@
 
 mod verifier_support;
 
+use kda_ir::testkernels::dsmem_exchange;
 use kda_ir::verifier::verify;
 use kda_ir::write::write_kernel;
 use verifier_support::*;
@@ -18,15 +19,29 @@ fn without_locs(text: &str) -> String {
 fn demo_verifies() {
     for cluster in [1, 2, 4, 8, 16] {
         assert_ok(&demo(cluster));
-        assert_ok(&dsmem_exchange::builder_api(cluster));
+        assert_ok(&dsmem_exchange(cluster));
     }
+}
+
+/// The example's kernel as `cargo run -p dsmem-exchange --example dump`
+/// printed it, without the leading `; ` description.
+fn example_as_dumped() -> String {
+    include_str!("../filetests/verifier/dsmem-exchange-ok.kir")
+        .lines()
+        .skip_while(|l| l.starts_with("; "))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 #[test]
 fn support_demo_is_the_example() {
     assert_eq!(
         without_locs(&write_kernel(&demo(2))),
-        without_locs(&write_kernel(&dsmem_exchange::builder_api(2)))
+        without_locs(&write_kernel(&dsmem_exchange(2)))
+    );
+    assert_eq!(
+        without_locs(&write_kernel(&dsmem_exchange(2))),
+        without_locs(&example_as_dumped())
     );
 }
 

@@ -111,9 +111,9 @@ fn bench(dev: &CudaDevice) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
         }
     }
     let cluster = 2;
-    match dev.load(&dsmem_exchange::builder_api(cluster)) {
+    match dev.load(&kda_ir::testkernels::dsmem_exchange(cluster)) {
         Ok(module) => {
-            let lanes = dsmem_exchange::LANES as usize;
+            let lanes = kda_ir::testkernels::LANES as usize;
             let n_rows = cluster as usize;
             let src = dev.upload(&vec![0; n_rows * lanes * 4])?;
             let dst = dev.upload(&vec![0; n_rows * lanes * 4])?;

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{bytes_f32, f32_bytes, gpu};
-use dsmem_exchange::{LANES, builder_api, reference};
+use kda_ir::testkernels::{LANES, dsmem_exchange, dsmem_exchange_reference as reference};
 use kda_runtime::{AnyDevice, Device, Graph, LaunchConfig, RuntimeError, SimDevice};
 
 /// `clusters` clusters' worth of input rows, all values distinct.
@@ -26,7 +26,7 @@ fn cfg(rows: usize, pdl: bool) -> LaunchConfig {
 
 /// One launch of the demo on any device: `output` for `input`.
 fn run<D: Device>(dev: &D, cluster: u32, input: &[f32]) -> Result<Vec<f32>, RuntimeError> {
-    let module = dev.load(&builder_api(cluster))?;
+    let module = dev.load(&dsmem_exchange(cluster))?;
     let rows = input.len() / LANES as usize;
     let src = dev.upload(&f32_bytes(input))?;
     let dst = dev.upload(&vec![0; input.len() * 4])?;
@@ -51,7 +51,7 @@ fn demo_matches_the_reference_for_every_cluster_size() {
 fn demo_pdl_chain_captured_in_a_graph_and_replayed() {
     let Some(dev) = gpu() else { return };
     let cluster = 2;
-    let module = dev.load(&builder_api(cluster)).unwrap();
+    let module = dev.load(&dsmem_exchange(cluster)).unwrap();
     let k = module.resources();
     println!("dsmem_exchange: {k:?}");
     let x = input(cluster, 132);
@@ -87,7 +87,7 @@ fn demo_on_the_gpu_matches_the_simulator() {
     let (gpu, sim) = (AnyDevice::from(gpu), AnyDevice::from(sim));
     let x = input(2, 2);
     assert_eq!(run(&gpu, 2, &x).unwrap(), run(&sim, 2, &x).unwrap());
-    let module = gpu.load(&builder_api(2)).unwrap();
+    let module = gpu.load(&dsmem_exchange(2)).unwrap();
     let foreign = sim.upload(&f32_bytes(&x)).unwrap();
     let err = gpu
         .launch(&module, &cfg(4, false), &[&foreign, &foreign])

@@ -1,7 +1,7 @@
 //! The DSMEM exchange demo on the simulator: clusters of 2 and 4 against the
 //! host reference, under deterministic and seeded random scheduling.
 
-use dsmem_exchange::{LANES, builder_api, reference};
+use kda_ir::testkernels::{LANES, dsmem_exchange, dsmem_exchange_reference as reference};
 use kda_runtime::{Device, LaunchConfig, SimDevice, SimOptions};
 
 fn to_bytes(x: &[f32]) -> Vec<u8> {
@@ -21,7 +21,7 @@ fn input(rows: u32) -> Vec<f32> {
 }
 
 fn run(dev: &SimDevice, cluster: u32, rows: u32) -> Vec<f32> {
-    let k = builder_api(cluster);
+    let k = dsmem_exchange(cluster);
     let m = dev.load(&k).expect("load");
     let x = input(rows);
     let inp = dev.upload(&to_bytes(&x)).unwrap();
@@ -89,7 +89,7 @@ fn seeded_random_interleavings_give_the_same_result() {
 #[test]
 fn module_reports_layout() {
     let dev = SimDevice::new();
-    let m = dev.load(&builder_api(2)).unwrap();
+    let m = dev.load(&dsmem_exchange(2)).unwrap();
     // inbox (128 bytes at 0), then the 8-byte mbarrier.
     assert_eq!(m.buffer_offsets(), &[0]);
     assert_eq!(m.barrier_offsets(), &[128]);

@@ -171,7 +171,7 @@ fn the_untwisted_twin_runs() {
     let (k, _) = exchange(2, Twist::None);
     let out = run(&k, 4, SimOptions::default()).unwrap();
     let x: Vec<f32> = (0..4 * LANES).map(|i| i as f32).collect();
-    assert_eq!(out, dsmem_exchange::reference(&x, 2));
+    assert_eq!(out, kda_ir::testkernels::dsmem_exchange_reference(&x, 2));
 }
 
 #[test]
