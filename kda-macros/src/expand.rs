@@ -247,6 +247,7 @@ fn expand(k: Kernel) -> TokenStream {
         }
     }
 
+    let launch_module = crate::launch::module(&vis, &ident, &generics, &params);
     let mut rw = Rewrite {
         nodes,
         decls: &decls,
@@ -269,6 +270,8 @@ fn expand(k: Kernel) -> TokenStream {
             #body
             __kda_trace.finish()
         }
+
+        #launch_module
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Phases, one per file: `attr` and `ast` parse, `valid` checks
 //! well-formedness, `flow` analyses the body, `check` runs the static misuse
-//! checks, `expand` generates the builder, `fallback` stands in on error.
+//! checks, `expand` generates the builder, `launch` its typed-launch module, `fallback` stands in on error.
 //! The language is documented in `docs/language.md`.
 
 mod ast;
@@ -13,6 +13,7 @@ mod ctxt;
 mod expand;
 mod fallback;
 mod flow;
+mod launch;
 mod symbol;
 mod valid;
 

@@ -97,6 +97,13 @@ impl Device for AnyDevice {
         })
     }
 
+    fn module_kernel<'m>(&self, module: &'m AnyModule) -> &'m Kernel {
+        match module {
+            AnyModule::Cuda(m) => m.kernel(),
+            AnyModule::Sim(m) => m.kernel(),
+        }
+    }
+
     fn launch(
         &self,
         module: &AnyModule,

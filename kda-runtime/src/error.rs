@@ -21,6 +21,12 @@ pub enum RuntimeError {
     /// The kernel did not verify or compile.
     #[error("kernel `{kernel}` failed to build:\n{msg}")]
     Build { kernel: String, msg: String },
+    /// A typed launch argument does not fit the kernel's declaration.
+    #[error(transparent)]
+    Arg(#[from] Box<crate::typed::ArgError>),
+    /// A device tensor's shape, strides or data do not fit together.
+    #[error("device tensor: {0}")]
+    Tensor(String),
     /// The simulator stopped: deadlock, out-of-bounds access, tx-byte overflow...
     #[error("{0}")]
     Sim(#[from] crate::sim::SimError),

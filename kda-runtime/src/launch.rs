@@ -57,6 +57,8 @@ pub trait Device {
     fn download(&self, buf: &Self::Buffer) -> Result<Vec<u8>, RuntimeError>;
     /// Prepare a kernel for launching.
     fn load(&self, kernel: &Kernel) -> Result<Self::Module, RuntimeError>;
+    /// The kernel `module` was loaded from (as scheduled for this device).
+    fn module_kernel<'m>(&self, module: &'m Self::Module) -> &'m Kernel;
     /// Launch `module` with one buffer per kernel tensor (`kernel.tensors`, in order).
     fn launch(
         &self,

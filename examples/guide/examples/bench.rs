@@ -5,7 +5,7 @@
 //! `cargo run --release -p guide --example bench`; without a GPU it says so
 //! and exits 0.
 
-use guide::host::{Buffers, Problem};
+use guide::host::{Problem, Tensors};
 use kda::runtime::cuda::{gpu_or_skip, median};
 use kda::runtime::{Device, Graph};
 
@@ -34,17 +34,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .collect();
             let bufs = layers
                 .iter()
-                .map(|p| Buffers::upload(&dev, p))
+                .map(|p| Tensors::upload(&dev, p))
                 .collect::<Result<Vec<_>, _>>()?;
             for pdl in [false, true] {
-                let cfg = layers[0].launch_config(&kernel, pdl)?;
                 let graph = Graph::capture(&dev, |dev| {
                     for l in 0..LAYERS {
-                        let mut args = bufs[l].args();
-                        if l > 0 {
-                            args[0] = &bufs[l - 1].y; // x of layer l = y of layer l − 1
-                        }
-                        dev.launch(&module, &cfg, &args)?;
+                        // x of layer l = y of layer l − 1
+                        let x = if l > 0 { &bufs[l - 1].y } else { &bufs[0].x };
+                        bufs[l]
+                            .args(x)
+                            .launch(dev, &module, layers[l].launch(pdl))?;
                     }
                     Ok(())
                 })?;

@@ -1,8 +1,13 @@
 //! The host side of the guide's kernel: inputs, the float64 reference, and
-//! one launch on any [`Device`] (the GPU or the simulator).
+//! one launch on any [`Device`] (the GPU or the simulator) through the typed
+//! launch that `#[cluster_kernel]` generates beside the builder function.
 
 use kda::ir::Kernel;
-use kda::runtime::{Device, LaunchConfig, RuntimeError, TensorShape, bind_syms};
+use kda::runtime::{Device, DeviceTensor, Launch, RuntimeError};
+
+// Arguments bind to the loaded kernel by name, so step 5's `Args` launch the
+// kernel of every step (all five share the signature).
+use crate::step_5::ema_step::Args;
 
 /// One launch's inputs: `rows` requests of `channels` channels, each
 /// request updating the state in its cache slot.
@@ -17,7 +22,7 @@ pub struct Problem {
     pub b: Vec<f32>,
     /// `[rows]`: the cache slot of each request.
     pub slots: Vec<i32>,
-    /// `[cache, channels]`: the recurrent state, updated in place.
+    /// `[rows + 1, channels]`: the recurrent state, updated in place.
     pub state: Vec<f32>,
 }
 
@@ -32,7 +37,6 @@ impl Problem {
             s ^= s << 17;
             (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0 // in [-1, 1)
         };
-        let cache = rows + 1;
         Problem {
             rows,
             channels,
@@ -40,7 +44,7 @@ impl Problem {
             w: (0..channels).map(|_| 2.0 * next()).collect(),
             b: (0..channels).map(|_| next()).collect(),
             slots: (0..rows).map(|r| (rows - r) as i32).collect(),
-            state: (0..cache * channels).map(|_| next()).collect(),
+            state: (0..(rows + 1) * channels).map(|_| next()).collect(),
         }
     }
 
@@ -62,65 +66,48 @@ impl Problem {
         (state, y)
     }
 
-    /// The launch for `kernel`: one CTA per 32 channels of each request,
-    /// symbols bound from the tensors' shapes.
-    pub fn launch_config(&self, kernel: &Kernel, pdl: bool) -> Result<LaunchConfig, RuntimeError> {
-        let n = self.channels;
-        let matrix = |rows: usize| TensorShape {
-            shape: vec![rows, n],
-            strides: vec![n, 1],
-        };
-        let vector = |len: usize| TensorShape {
-            shape: vec![len],
-            strides: vec![1],
-        };
-        let shapes = [
-            matrix(self.rows),            // x
-            vector(n),                    // w
-            vector(n),                    // b
-            vector(self.rows),            // slots
-            matrix(self.state.len() / n), // state
-            matrix(self.rows),            // y
-        ];
-        Ok(LaunchConfig {
-            grid: [(self.rows * n / 32) as u32, 1, 1],
-            pdl,
-            syms: bind_syms(kernel, &shapes)?,
-            scalars: vec![],
-        })
+    /// One CTA per 32 channels of each request.
+    pub fn launch(&self, pdl: bool) -> Launch {
+        Launch::grid([(self.rows * self.channels / 32) as u32, 1, 1]).pdl(pdl)
     }
 }
 
-/// The kernel's six tensors on a device, in parameter order.
-pub struct Buffers<B> {
-    pub x: B,
-    pub w: B,
-    pub b: B,
-    pub slots: B,
-    pub state: B,
-    pub y: B,
+/// The kernel's tensors on a device.
+pub struct Tensors<D: Device> {
+    pub x: DeviceTensor<D, f32, 2>,
+    pub w: DeviceTensor<D, f32, 1>,
+    pub b: DeviceTensor<D, f32, 1>,
+    pub slots: DeviceTensor<D, i32, 1>,
+    pub state: DeviceTensor<D, f32, 2>,
+    pub y: DeviceTensor<D, f32, 2>,
 }
 
-impl<B> Buffers<B> {
-    pub fn upload<D: Device<Buffer = B>>(dev: &D, p: &Problem) -> Result<Self, RuntimeError> {
-        Ok(Buffers {
-            x: dev.upload(&f32_bytes(&p.x))?,
-            w: dev.upload(&f32_bytes(&p.w))?,
-            b: dev.upload(&f32_bytes(&p.b))?,
-            slots: dev.upload(
-                &p.slots
-                    .iter()
-                    .flat_map(|v| v.to_le_bytes())
-                    .collect::<Vec<_>>(),
-            )?,
-            state: dev.upload(&f32_bytes(&p.state))?,
-            y: dev.upload(&vec![0; p.x.len() * 4])?,
+impl<D: Device> Tensors<D> {
+    pub fn upload(dev: &D, p: &Problem) -> Result<Self, RuntimeError> {
+        let n = p.channels;
+        Ok(Tensors {
+            x: DeviceTensor::upload(dev, &p.x, [p.rows, n])?,
+            w: DeviceTensor::upload(dev, &p.w, [n])?,
+            b: DeviceTensor::upload(dev, &p.b, [n])?,
+            slots: DeviceTensor::upload(dev, &p.slots, [p.rows])?,
+            state: DeviceTensor::upload(dev, &p.state, [p.rows + 1, n])?,
+            y: DeviceTensor::zeros(dev, [p.rows, n])?,
         })
     }
 
-    /// The arguments of a launch, in the kernel's order.
-    pub fn args(&self) -> [&B; 6] {
-        [&self.x, &self.w, &self.b, &self.slots, &self.state, &self.y]
+    /// The launch's arguments, with `x` from these tensors or, in a chain
+    /// of layers, the previous layer's `y`.
+    pub fn args<'a>(&'a self, x: &'a DeviceTensor<D, f32, 2>) -> Args<'a, D> {
+        let (w, b, slots) = (self.w.arg(), self.b.arg(), self.slots.arg());
+        let (state, y) = (self.state.arg(), self.y.arg());
+        Args {
+            x: x.arg(),
+            w,
+            b,
+            slots,
+            state,
+            y,
+        }
     }
 }
 
@@ -131,13 +118,9 @@ pub fn run<D: Device>(
     p: &Problem,
 ) -> Result<(Vec<f32>, Vec<f32>), RuntimeError> {
     let module = dev.load(kernel)?;
-    let bufs = Buffers::upload(dev, p)?;
-    dev.launch(&module, &p.launch_config(kernel, false)?, &bufs.args())?;
-    dev.synchronize()?;
-    Ok((
-        bytes_f32(&dev.download(&bufs.state)?),
-        bytes_f32(&dev.download(&bufs.y)?),
-    ))
+    let t = Tensors::upload(dev, p)?;
+    t.args(&t.x).launch(dev, &module, p.launch(false))?;
+    Ok((t.state.to_vec(dev)?, t.y.to_vec(dev)?))
 }
 
 /// The largest absolute difference between a result and the reference.
@@ -147,14 +130,4 @@ pub fn max_error(got: &[f32], want: &[f64]) -> f64 {
         .zip(want)
         .map(|(&g, &w)| (g as f64 - w).abs())
         .fold(0.0, f64::max)
-}
-
-pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-pub fn bytes_f32(v: &[u8]) -> Vec<f32> {
-    v.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }

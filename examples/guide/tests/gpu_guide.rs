@@ -2,7 +2,7 @@
 //! the float64 reference, and a PDL chain of two layers captured in a graph.
 //! Skips (printing why) where there is no CUDA driver.
 
-use guide::host::{Buffers, Problem, bytes_f32, max_error, run};
+use guide::host::{Problem, Tensors, max_error, run};
 use kda::runtime::cuda::gpu_or_skip;
 use kda::runtime::{Device, Graph};
 
@@ -34,20 +34,17 @@ fn a_pdl_chain_in_a_graph() {
     let module = dev.load(&kernel).unwrap();
     let first = Problem::new(128, 64, 1);
     let mut second = Problem::new(128, 64, 2);
-    let one = Buffers::upload(&dev, &first).unwrap();
-    let two = Buffers::upload(&dev, &second).unwrap();
-    let cfg = first.launch_config(&kernel, true).unwrap();
+    let one = Tensors::upload(&dev, &first).unwrap();
+    let two = Tensors::upload(&dev, &second).unwrap();
     let graph = Graph::capture(&dev, |dev| {
-        dev.launch(&module, &cfg, &one.args())?;
-        let mut args = two.args();
-        args[0] = &one.y;
-        dev.launch(&module, &cfg, &args)
+        one.args(&one.x).launch(dev, &module, first.launch(true))?;
+        two.args(&one.y).launch(dev, &module, second.launch(true))
     })
     .unwrap();
     graph.replay().unwrap();
     let (_, y1) = first.reference();
     second.x = y1.iter().map(|&v| v as f32).collect();
     let (_, y2) = second.reference();
-    let got = bytes_f32(&dev.download(&two.y).unwrap());
+    let got = two.y.to_vec(&dev).unwrap();
     assert!(max_error(&got, &y2) < 1e-5);
 }

@@ -2,7 +2,7 @@
 //! reference; the last one also under random warp interleavings and in a
 //! PDL chain.
 
-use guide::host::{Buffers, Problem, bytes_f32, max_error, run};
+use guide::host::{Problem, Tensors, max_error, run};
 use kda::ir::Kernel;
 use kda::runtime::{Device, SimDevice, SimOptions};
 
@@ -52,18 +52,19 @@ fn a_pdl_chain_of_two_layers() {
     let module = dev.load(&kernel).unwrap();
     let first = Problem::new(4, 64, 1);
     let mut second = Problem::new(4, 64, 2);
-    let one = Buffers::upload(&dev, &first).unwrap();
-    let two = Buffers::upload(&dev, &second).unwrap();
-    let cfg = first.launch_config(&kernel, true).unwrap();
-    dev.launch(&module, &cfg, &one.args()).unwrap();
-    let mut args = two.args();
-    args[0] = &one.y;
-    dev.launch(&module, &cfg, &args).unwrap();
+    let one = Tensors::upload(&dev, &first).unwrap();
+    let two = Tensors::upload(&dev, &second).unwrap();
+    one.args(&one.x)
+        .launch(&dev, &module, first.launch(true))
+        .unwrap();
+    two.args(&one.y)
+        .launch(&dev, &module, second.launch(true))
+        .unwrap();
     dev.synchronize().unwrap();
 
     let (_, y1) = first.reference();
     second.x = y1.iter().map(|&v| v as f32).collect();
     let (_, y2) = second.reference();
-    let got = bytes_f32(&dev.download(&two.y).unwrap());
+    let got = two.y.to_vec(&dev).unwrap();
     assert!(max_error(&got, &y2) < 1e-5);
 }

@@ -362,6 +362,10 @@ impl Device for CudaDevice {
         self.load_with(kernel, &Options::default())
     }
 
+    fn module_kernel<'m>(&self, module: &'m CudaKernel) -> &'m Kernel {
+        module.kernel()
+    }
+
     fn launch(
         &self,
         module: &CudaKernel,

@@ -326,6 +326,10 @@ impl Device for SimDevice {
         self.load_unverified(&scheduled)
     }
 
+    fn module_kernel<'m>(&self, module: &'m SimModule) -> &'m Kernel {
+        module.kernel()
+    }
+
     fn launch(
         &self,
         module: &SimModule,

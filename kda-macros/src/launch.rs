@@ -1,0 +1,158 @@
+//! Token generation for the typed launch: beside the builder function
+//! `name(..)`, a module `name` with `Args`, one field per kernel parameter
+//! (device tensors typed by element and rank, scalars by type, `Option` for
+//! `#[when]` tensors), whose `launch` binds them *by name* to the kernel the
+//! module was loaded from (`kda::runtime::typed`). The parameter list is
+//! written once, in the signature.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{GenericParam, Generics, Ident, Visibility};
+
+use crate::ast::{DimSpec, Param, ParamKind};
+
+fn dims_text(dims: &[DimSpec]) -> Vec<String> {
+    dims.iter()
+        .map(|d| match d {
+            DimSpec::Sym(s) => s.to_string(),
+            DimSpec::Anon(_) => "_".to_string(),
+            DimSpec::Const(e) => quote!(#e).to_string().replace(' ', ""),
+        })
+        .collect()
+}
+
+/// The `Args` module of kernel `ident`; nothing for a kernel without
+/// tensor parameters (its `Args` would borrow nothing).
+pub fn module(
+    vis: &Visibility,
+    ident: &Ident,
+    generics: &Generics,
+    params: &[Param],
+) -> TokenStream {
+    if !params
+        .iter()
+        .any(|p| matches!(p.kind, ParamKind::Tensor(_)))
+    {
+        return TokenStream::new();
+    }
+    let call = Span::call_site();
+    let rt = quote_spanned!(call=> ::kda::runtime);
+    // Type parameters that are tensor element types become parameters of
+    // `Args`, bound by `TensorType` (a concrete element or `AnyElem`).
+    let type_params: Vec<Ident> = generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            GenericParam::Type(t) => Some(t.ident.clone()),
+            _ => None,
+        })
+        .filter(|t| {
+            params.iter().any(|p| match &p.kind {
+                ParamKind::Tensor(tp) => *t == tp.elem.name,
+                ParamKind::Scalar(_) => false,
+            })
+        })
+        .collect();
+    // The device parameter, renamed where the kernel has a type `D` of its own.
+    let d = if type_params.iter().any(|t| t == "D") {
+        format_ident!("__KdaDevice")
+    } else {
+        format_ident!("D")
+    };
+    let mut fields = Vec::new();
+    let mut tensors = Vec::new();
+    let mut scalars = Vec::new();
+    for p in params {
+        let id = Ident::new(&p.ident.to_string(), call);
+        let name = p.ident.to_string();
+        match &p.kind {
+            ParamKind::Tensor(t) => {
+                let elem = match t.elem.name.as_str() {
+                    "bf16" => quote!(::kda::dsl::bf16),
+                    other => {
+                        let e = format_ident!("{}", other);
+                        quote!(#e)
+                    }
+                };
+                let rank = t.dims.len();
+                let mut doc = format!(
+                    "`Tensor<{}, {}>`",
+                    t.elem.name,
+                    dims_text(&t.dims).join(", ")
+                );
+                if let Some(s) = &t.strides {
+                    doc.push_str(&format!(", strides `[{}]`", dims_text(s).join(", ")));
+                }
+                if t.produced {
+                    doc.push_str("; produced by the preceding launch");
+                }
+                if let Some(a) = &t.align {
+                    doc.push_str(&format!(", aligned to {}", quote!(#a)));
+                }
+                let ty = quote!(#rt::TensorArg<'a, #d, #elem, #rank>);
+                if t.when.is_some() {
+                    doc.push_str("; `Some` only where the kernel's `#[when]` condition holds");
+                    fields.push(quote! {
+                        #[doc = #doc]
+                        pub #id: ::core::option::Option<#ty>,
+                    });
+                    tensors.push(quote!((#name, self.#id.as_ref().map(|t| t.erase()))));
+                } else {
+                    fields.push(quote! {
+                        #[doc = #doc]
+                        pub #id: #ty,
+                    });
+                    tensors.push(quote!((#name, ::core::option::Option::Some(self.#id.erase()))));
+                }
+            }
+            ParamKind::Scalar(s) => {
+                let ty = format_ident!("{}", s.name);
+                let doc = format!("Scalar `{}`.", s.name);
+                fields.push(quote! {
+                    #[doc = #doc]
+                    pub #id: #ty,
+                });
+                scalars.push(quote!((#name, #rt::typed::IntoScalarArg::into_scalar_arg(self.#id))));
+            }
+        }
+    }
+    let doc = format!(
+        "Typed launch of the kernel built by [`{ident}`](fn@{ident}): its parameters as named, typed fields."
+    );
+    let args_doc = format!(
+        "The arguments of one `{ident}` launch, checked against the loaded kernel's declarations by name."
+    );
+    quote! {
+        #[doc = #doc]
+        #[allow(non_snake_case, dead_code)]
+        #vis mod #ident {
+            #[doc = #args_doc]
+            pub struct Args<'a, #d: #rt::Device, #(#type_params: #rt::TensorType),*> {
+                #(#fields)*
+            }
+
+            impl<'a, #d: #rt::Device, #(#type_params: #rt::TensorType),*> Args<'a, #d, #(#type_params),*> {
+                /// The tensor arguments by parameter name (`None`: an absent `#[when]` tensor).
+                pub fn tensors(&self) -> ::std::vec::Vec<(&'static str, ::core::option::Option<#rt::ErasedArg<'a, #d>>)> {
+                    ::std::vec![#(#tensors),*]
+                }
+
+                /// The scalar arguments by parameter name.
+                pub fn scalars(&self) -> ::std::vec::Vec<(&'static str, #rt::ScalarArg)> {
+                    ::std::vec![#(#scalars),*]
+                }
+
+                /// Match the arguments to `kernel` (shapes, strides, alignment,
+                /// element types): buffers, symbol values and scalars in its order.
+                pub fn bind(&self, kernel: &::kda::ir::Kernel) -> ::core::result::Result<#rt::typed::Bound<'a, #d>, #rt::RuntimeError> {
+                    #rt::typed::bind::<#d>(kernel, &self.tensors(), &self.scalars())
+                }
+
+                /// Launch `module` (loaded on `dev`) with these arguments.
+                pub fn launch(&self, dev: &#d, module: &<#d as #rt::Device>::Module, launch: #rt::Launch) -> ::core::result::Result<(), #rt::RuntimeError> {
+                    #rt::typed::launch(dev, module, launch, &self.tensors(), &self.scalars())
+                }
+            }
+        }
+    }
+}
