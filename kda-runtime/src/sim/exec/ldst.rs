@@ -1,0 +1,560 @@
+//! Memory accesses: global loads and stores, shared loads and stores,
+//! DSMEM `st.async` (completing transaction bytes on the peer's mbarrier),
+//! `cp.async` and bulk copies (completing them on the local one). Each
+//! active lane's address is bounds- and alignment-checked: a fault, a DSMEM
+//! peer outside the cluster or more transaction bytes than a phase expects
+//! is an error naming what was accessed and the lane. With PDL checking on,
+//! so is a read of a `produced` tensor before the warp's
+//! `griddepcontrol.wait`.
+
+use kda_ir::Scalar;
+
+use super::{Cluster, Warp, bar_name, lane_mask, misuse, site};
+use crate::sim::decode::{Idx, Ins, Program, ShBuf};
+use crate::sim::mbarrier::MbarFault;
+use crate::sim::memory::{TensorView, read_words, write_words};
+use crate::sim::report::{Misaligned, OutOfBounds, SimError, Site, Space, TxOverflow};
+
+/// Run one op of the family.
+#[inline(always)]
+pub(super) fn exec(
+    prog: &Program,
+    ins: &Ins,
+    w: &mut Warp,
+    cx: &mut Cluster<'_>,
+) -> Result<(), SimError> {
+    let k = &prog.kernel;
+    let active = w.active;
+    let nctas = cx.ctas.len() as u32;
+    let mut idx = [0i64; 8];
+    let mut tmp = [0u32; 4];
+    let regs = &mut w.regs;
+    match ins {
+        Ins::LdGlobal {
+            t,
+            d,
+            idx: ix,
+            bytes,
+        } => {
+            let tv = &cx.tensors[*t as usize];
+            if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
+                return Err(produced_early(k, *t, site(prog, w, cx, None)));
+            }
+            let elems = (*bytes / tv.dtype_bytes).max(1) as u64;
+            let nw = (*bytes as usize).div_ceil(4);
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let byte = global_byte(k, *t, tv, &w.regs, ix, &mut idx, l, elems, *bytes, || {
+                    site(prog, w, cx, Some(l as u32))
+                })?;
+                read_words(tv.mem, byte as usize, *bytes, &mut tmp[..nw]);
+                for (i, &v) in tmp[..nw].iter().enumerate() {
+                    w.regs[(*d as usize + i) * 32 + l] = v;
+                }
+            }
+        }
+        Ins::StGlobal {
+            t,
+            v,
+            idx: ix,
+            bytes,
+            pred,
+        } => {
+            let tv = &cx.tensors[*t as usize];
+            let elems = (*bytes / tv.dtype_bytes).max(1) as u64;
+            let nw = (*bytes as usize).div_ceil(4);
+            let mut m = active;
+            if let Some(p) = pred {
+                m &= lane_mask(regs, *p);
+            }
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let byte = global_byte(k, *t, tv, &w.regs, ix, &mut idx, l, elems, *bytes, || {
+                    site(prog, w, cx, Some(l as u32))
+                })?;
+                for (i, x) in tmp[..nw].iter_mut().enumerate() {
+                    *x = w.regs[(*v as usize + i) * 32 + l];
+                }
+                write_words(tv.mem, byte as usize, *bytes, &tmp[..nw]);
+            }
+        }
+        &Ins::LdShared {
+            sb,
+            d,
+            idx: ix,
+            bytes,
+        } => {
+            let nw = (bytes as usize).div_ceil(4);
+            let cta = &cx.ctas[w.rank as usize];
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let i = rd_idx(&w.regs, ix, l);
+                let byte = match shared_byte(sb, i, bytes) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Err(shared_fault(
+                            k,
+                            sb,
+                            w.rank,
+                            i,
+                            bytes,
+                            e,
+                            site(prog, w, cx, Some(l as u32)),
+                        ));
+                    }
+                };
+                smem_read(&cta.smem, byte, bytes, &mut tmp);
+                for (j, &v) in tmp[..nw].iter().enumerate() {
+                    w.regs[(d as usize + j) * 32 + l] = v;
+                }
+            }
+        }
+        &Ins::StShared {
+            sb,
+            v,
+            idx: ix,
+            bytes,
+        } => {
+            let nw = (bytes as usize).div_ceil(4);
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let i = rd_idx(&w.regs, ix, l);
+                let byte = match shared_byte(sb, i, bytes) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Err(shared_fault(
+                            k,
+                            sb,
+                            w.rank,
+                            i,
+                            bytes,
+                            e,
+                            site(prog, w, cx, Some(l as u32)),
+                        ));
+                    }
+                };
+                for (j, x) in tmp[..nw].iter_mut().enumerate() {
+                    *x = w.regs[(v as usize + j) * 32 + l];
+                }
+                smem_write(&mut cx.ctas[w.rank as usize].smem, byte, bytes, &tmp);
+            }
+        }
+        &Ins::StAsync {
+            sb,
+            bar,
+            idx: ix,
+            v,
+            cta: peer,
+            bytes,
+        } => {
+            let nw = (bytes as usize).div_ceil(4);
+            let declared = k.barriers[kda_ir::Barrier::from_u32(bar)].tx_bytes;
+            // Barriers this instruction completed a phase of: (rank, phase bytes).
+            let mut completed: [(u32, u64); 4] = [(u32::MAX, 0); 4];
+            let mut ncompleted = 0;
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let r = rd_idx(&w.regs, peer, l);
+                if r < 0 || r >= nctas as i64 {
+                    return Err(SimError::BadPeer {
+                        rank: r,
+                        cluster: nctas,
+                        site: Box::new(site(prog, w, cx, Some(l as u32))),
+                    });
+                }
+                let r = r as u32;
+                let i = rd_idx(&w.regs, ix, l);
+                let byte = match shared_byte(sb, i, bytes) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Err(shared_fault(
+                            k,
+                            sb,
+                            r,
+                            i,
+                            bytes,
+                            e,
+                            site(prog, w, cx, Some(l as u32)),
+                        ));
+                    }
+                };
+                for (j, x) in tmp[..nw].iter_mut().enumerate() {
+                    *x = w.regs[(v as usize + j) * 32 + l];
+                }
+                smem_write(&mut cx.ctas[r as usize].smem, byte, bytes, &tmp);
+                if let Some(&(_, done)) = completed[..ncompleted].iter().find(|c| c.0 == r) {
+                    let rest = peers_to(&w.regs, peer, m | 1 << l, r) as u64 * bytes as u64;
+                    let phase = cx.ctas[r as usize].mbar[bar as usize].phase - 1;
+                    return Err(tx_overflow(
+                        k,
+                        bar,
+                        r,
+                        phase,
+                        done,
+                        done + rest,
+                        site(prog, w, cx, Some(l as u32)),
+                    ));
+                }
+                let mb = &mut cx.ctas[r as usize].mbar[bar as usize];
+                mb.last_sender = Some((w.pc, w.rank, w.warp, l as u32));
+                let before = mb.delivered + bytes as u64;
+                match mb.complete_tx(bytes, declared) {
+                    Ok(true) => {
+                        if ncompleted < completed.len() {
+                            completed[ncompleted] = (r, before);
+                            ncompleted += 1;
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(MbarFault::Tx {
+                        phase,
+                        expected,
+                        arrived,
+                    }) => {
+                        let rest = peers_to(&w.regs, peer, m, r) as u64 * bytes as u64;
+                        return Err(tx_overflow(
+                            k,
+                            bar,
+                            r,
+                            phase,
+                            expected,
+                            arrived + rest,
+                            site(prog, w, cx, Some(l as u32)),
+                        ));
+                    }
+                    Err(_) => {
+                        let msg = format!(
+                            "st.async completes {bytes} bytes on mbarrier `{}` of CTA rank {r} before that barrier \
+                             is initialised (send only after the cluster barrier that follows mbarrier.init)",
+                            bar_name(k, bar)
+                        );
+                        return Err(misuse(prog, w, cx, Some(l as u32), msg));
+                    }
+                }
+            }
+        }
+        Ins::CpAsync { sb, t, sidx, gidx } => {
+            if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
+                return Err(produced_early(k, *t, site(prog, w, cx, None)));
+            }
+            let tv = &cx.tensors[*t as usize];
+            let elems = (16 / tv.dtype_bytes).max(1) as u64;
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let gbyte = global_byte(k, *t, tv, &w.regs, gidx, &mut idx, l, elems, 16, || {
+                    site(prog, w, cx, Some(l as u32))
+                })?;
+                let i = rd_idx(&w.regs, *sidx, l);
+                let byte = match shared_byte(*sb, i, 16) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Err(shared_fault(
+                            k,
+                            *sb,
+                            w.rank,
+                            i,
+                            16,
+                            e,
+                            site(prog, w, cx, Some(l as u32)),
+                        ));
+                    }
+                };
+                read_words(tv.mem, gbyte as usize, 16, &mut tmp);
+                smem_write(&mut cx.ctas[w.rank as usize].smem, byte, 16, &tmp);
+            }
+        }
+        Ins::Bulk {
+            sb,
+            t,
+            bar,
+            bytes,
+            sidx,
+            gidx,
+        } => {
+            if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
+                return Err(produced_early(k, *t, site(prog, w, cx, None)));
+            }
+            let tv = &cx.tensors[*t as usize];
+            let declared = k.barriers[kda_ir::Barrier::from_u32(*bar)].tx_bytes;
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                for (i, &x) in gidx.iter().enumerate() {
+                    idx[i] = rd_idx(&w.regs, x, l);
+                }
+                let r = gidx.len();
+                let elems = (*bytes / tv.dtype_bytes) as u64;
+                let Some(off) = tv.bulk_offset(&idx[..r], *bytes as u64) else {
+                    return Err(global_oob(
+                        k,
+                        *t,
+                        &idx[..r],
+                        tv,
+                        elems,
+                        site(prog, w, cx, Some(l as u32)),
+                    ));
+                };
+                let gbyte = off * tv.dtype_bytes as u64;
+                if !gbyte.is_multiple_of(16) {
+                    return Err(misaligned_global(
+                        k,
+                        *t,
+                        gbyte,
+                        16,
+                        site(prog, w, cx, Some(l as u32)),
+                    ));
+                }
+                let i = rd_idx(&w.regs, *sidx, l);
+                let byte = match shared_byte(*sb, i, *bytes) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return Err(shared_fault(
+                            k,
+                            *sb,
+                            w.rank,
+                            i,
+                            *bytes,
+                            e,
+                            site(prog, w, cx, Some(l as u32)),
+                        ));
+                    }
+                };
+                let smem = &mut cx.ctas[w.rank as usize].smem;
+                for j in 0..*bytes as usize / 4 {
+                    read_words(tv.mem, gbyte as usize + 4 * j, 4, &mut tmp[..1]);
+                    smem[byte / 4 + j] = tmp[0];
+                }
+                let mb = &mut cx.ctas[w.rank as usize].mbar[*bar as usize];
+                mb.last_sender = Some((w.pc, w.rank, w.warp, l as u32));
+                match mb.complete_tx(*bytes, declared) {
+                    Ok(_) => {}
+                    Err(MbarFault::Tx {
+                        phase,
+                        expected,
+                        arrived,
+                    }) => {
+                        return Err(tx_overflow(
+                            k,
+                            *bar,
+                            w.rank,
+                            phase,
+                            expected,
+                            arrived,
+                            site(prog, w, cx, Some(l as u32)),
+                        ));
+                    }
+                    Err(_) => {
+                        let msg = format!(
+                            "cp.async.bulk completes bytes on mbarrier `{}` of CTA rank {} before it is initialised",
+                            bar_name(k, *bar),
+                            w.rank
+                        );
+                        return Err(misuse(prog, w, cx, Some(l as u32), msg));
+                    }
+                }
+            }
+        }
+        _ => unreachable!("not a memory op"),
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn rd_idx(regs: &[u32], i: Idx, l: usize) -> i64 {
+    let w = regs[i.slot as usize * 32 + l];
+    match i.kind {
+        Scalar::I32 => w as i32 as i64,
+        Scalar::I64 | Scalar::U64 => {
+            (w as u64 | (regs[(i.slot as usize + 1) * 32 + l] as u64) << 32) as i64
+        }
+        _ => w as i64,
+    }
+}
+
+/// Shared memory words of a CTA: read / write `bytes` at an aligned byte offset.
+#[inline]
+fn smem_read(smem: &[u32], byte: usize, bytes: u32, o: &mut [u32]) {
+    if bytes == 2 {
+        let w = smem[byte / 4];
+        o[0] = if byte & 2 == 0 { w & 0xffff } else { w >> 16 };
+    } else {
+        let n = bytes as usize / 4;
+        o[..n].copy_from_slice(&smem[byte / 4..byte / 4 + n]);
+    }
+}
+
+#[inline]
+fn smem_write(smem: &mut [u32], byte: usize, bytes: u32, v: &[u32]) {
+    if bytes == 2 {
+        let w = &mut smem[byte / 4];
+        *w = if byte & 2 == 0 {
+            (*w & 0xffff_0000) | (v[0] & 0xffff)
+        } else {
+            (*w & 0xffff) | (v[0] << 16)
+        };
+    } else {
+        let n = bytes as usize / 4;
+        smem[byte / 4..byte / 4 + n].copy_from_slice(&v[..n]);
+    }
+}
+
+/// Lanes of `mask` whose peer index is `rank`.
+fn peers_to(regs: &[u32], peer: Idx, mask: u32, rank: u32) -> u32 {
+    let mut n = 0;
+    let mut m = mask;
+    while m != 0 {
+        let l = m.trailing_zeros() as usize;
+        m &= m - 1;
+        n += (rd_idx(regs, peer, l) == rank as i64) as u32;
+    }
+    n
+}
+
+enum SharedFault {
+    Bounds,
+    Align,
+}
+
+/// Byte offset in the CTA's shared memory of element `i` of a buffer.
+#[inline(always)]
+fn shared_byte(sb: ShBuf, i: i64, bytes: u32) -> Result<usize, SharedFault> {
+    let off = i.wrapping_mul(sb.eb as i64);
+    if i < 0 || off + bytes as i64 > sb.size as i64 {
+        return Err(SharedFault::Bounds);
+    }
+    let byte = sb.base as usize + off as usize;
+    if !byte.is_multiple_of(bytes.min(16) as usize) {
+        return Err(SharedFault::Align);
+    }
+    Ok(byte)
+}
+
+#[cold]
+fn shared_fault(
+    k: &kda_ir::Kernel,
+    sb: ShBuf,
+    rank: u32,
+    i: i64,
+    bytes: u32,
+    e: SharedFault,
+    site: Site,
+) -> SimError {
+    let decl = &k.buffers[kda_ir::Buffer::from_u32(sb.buf)];
+    match e {
+        SharedFault::Bounds => SimError::OutOfBounds(Box::new(OutOfBounds {
+            space: Space::Shared { rank },
+            name: decl.name.clone(),
+            index: vec![i],
+            extent: vec![decl.len as i64],
+            elems: (bytes / decl.elem.bytes()).max(1) as u64,
+            site,
+        })),
+        SharedFault::Align => SimError::Misaligned(Box::new(Misaligned {
+            space: Space::Shared { rank },
+            name: decl.name.clone(),
+            byte_offset: sb.base as u64 + (i * sb.eb as i64) as u64,
+            align: bytes.min(16),
+            site,
+        })),
+    }
+}
+
+/// Lane `l`'s byte offset into tensor `t` for an access of `align` bytes
+/// (`elems` elements) at the indices in `ix`, bounds- and alignment-checked.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn global_byte(
+    k: &kda_ir::Kernel,
+    t: u32,
+    tv: &TensorView<'_>,
+    regs: &[u32],
+    ix: &[Idx],
+    idx: &mut [i64; 8],
+    l: usize,
+    elems: u64,
+    align: u32,
+    site: impl Fn() -> Site,
+) -> Result<u64, SimError> {
+    for (i, &x) in ix.iter().enumerate() {
+        idx[i] = rd_idx(regs, x, l);
+    }
+    let r = ix.len();
+    let Some(off) = tv.offset(&idx[..r], elems) else {
+        return Err(global_oob(k, t, &idx[..r], tv, elems, site()));
+    };
+    let byte = off * tv.dtype_bytes as u64;
+    if !byte.is_multiple_of(align as u64) {
+        return Err(misaligned_global(k, t, byte, align, site()));
+    }
+    Ok(byte)
+}
+
+#[cold]
+fn global_oob(
+    k: &kda_ir::Kernel,
+    t: u32,
+    idx: &[i64],
+    tv: &TensorView<'_>,
+    elems: u64,
+    site: Site,
+) -> SimError {
+    SimError::OutOfBounds(Box::new(OutOfBounds {
+        space: Space::Global,
+        name: k.tensors[kda_ir::Tensor::from_u32(t)].name.clone(),
+        index: idx.to_vec(),
+        extent: tv.shape.clone(),
+        elems,
+        site,
+    }))
+}
+
+#[cold]
+fn misaligned_global(k: &kda_ir::Kernel, t: u32, byte: u64, align: u32, site: Site) -> SimError {
+    SimError::Misaligned(Box::new(Misaligned {
+        space: Space::Global,
+        name: k.tensors[kda_ir::Tensor::from_u32(t)].name.clone(),
+        byte_offset: byte,
+        align,
+        site,
+    }))
+}
+
+#[cold]
+fn produced_early(k: &kda_ir::Kernel, t: u32, site: Site) -> SimError {
+    SimError::ProducedBeforeWait {
+        tensor: k.tensors[kda_ir::Tensor::from_u32(t)].name.clone(),
+        site: Box::new(site),
+    }
+}
+
+#[cold]
+fn tx_overflow(
+    k: &kda_ir::Kernel,
+    bar: u32,
+    rank: u32,
+    phase: u32,
+    expected: u64,
+    arrived: u64,
+    site: Site,
+) -> SimError {
+    SimError::TxOverflow(Box::new(TxOverflow {
+        barrier: bar_name(k, bar).to_string(),
+        rank,
+        phase,
+        expected,
+        arrived,
+        site,
+    }))
+}

@@ -1,0 +1,153 @@
+//! Synchronisation: mbarrier init / arrive / wait, the cluster barrier,
+//! named barriers (`bar.sync`) and the PDL wait. Fences, `cp.async`
+//! commit / wait, `griddepcontrol.launch_dependents` and `__syncwarp`
+//! decode to `Nop`: every access takes effect when it runs, so there is
+//! nothing left for them to order.
+//! A wait that cannot pass returns [`Next::Block`] and is retried when the
+//! warp runs again; misuse the hardware would not report (re-init in use,
+//! lapped phases, arrivals past the count) is an error naming the barrier.
+
+use super::{Cluster, Next, Warp, bar_name, misuse};
+use crate::sim::decode::{Ins, Program};
+use crate::sim::mbarrier::MbarFault;
+use crate::sim::report::SimError;
+
+/// Run one op of the family.
+#[inline(always)]
+pub(super) fn exec(
+    prog: &Program,
+    ins: &Ins,
+    w: &mut Warp,
+    cx: &mut Cluster<'_>,
+) -> Result<Next, SimError> {
+    let k = &prog.kernel;
+    let active = w.active;
+    match ins {
+        &Ins::MbarInit { bar } => {
+            let count = k.barriers[kda_ir::Barrier::from_u32(bar)].arrivals;
+            let mb = &mut cx.ctas[w.rank as usize].mbar[bar as usize];
+            if mb.init && (mb.phase > 0 || mb.pending != mb.count || mb.tx != 0) {
+                let msg = format!(
+                    "mbarrier.init on mbarrier `{}` of CTA rank {} while it is in use (phase {}, {} of {} arrivals, \
+                     {} tx bytes pending)",
+                    bar_name(k, bar),
+                    w.rank,
+                    mb.phase,
+                    mb.count - mb.pending,
+                    mb.count,
+                    mb.tx
+                );
+                return Err(misuse(prog, w, cx, None, msg));
+            }
+            mb.init(count);
+        }
+        &Ins::MbarArrive { bar, tx } => {
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros();
+                m &= m - 1;
+                let mb = &mut cx.ctas[w.rank as usize].mbar[bar as usize];
+                let (ph, count) = (mb.phase, mb.count);
+                match mb.arrive(tx) {
+                    Ok(true) if m != 0 => {
+                        let msg = format!(
+                            "{} lanes arrive at once on mbarrier `{}` of CTA rank {} whose count is {count}: \
+                             phase {ph} completes and the other lanes arrive on phase {}",
+                            active.count_ones(),
+                            bar_name(k, bar),
+                            w.rank,
+                            ph + 1
+                        );
+                        return Err(misuse(prog, w, cx, Some(l), msg));
+                    }
+                    Ok(_) => {}
+                    Err(MbarFault::Uninit) => {
+                        let msg = format!(
+                            "arrive on mbarrier `{}` of CTA rank {} before it is initialised",
+                            bar_name(k, bar),
+                            w.rank
+                        );
+                        return Err(misuse(prog, w, cx, Some(l), msg));
+                    }
+                    Err(_) => {
+                        let msg = format!(
+                            "more arrivals than the count {count} in phase {ph} of mbarrier `{}` of CTA rank {}",
+                            bar_name(k, bar),
+                            w.rank
+                        );
+                        return Err(misuse(prog, w, cx, Some(l), msg));
+                    }
+                }
+            }
+        }
+        &Ins::MbarWait { bar, phase } => {
+            let mb = &cx.ctas[w.rank as usize].mbar[bar as usize];
+            if mb.init && mb.phase > phase + 1 {
+                let msg = format!(
+                    "wait on phase {phase} of mbarrier `{}` of CTA rank {}, which has already completed phase {}: \
+                     a parity wait would wait for phase {} instead",
+                    bar_name(k, bar),
+                    w.rank,
+                    mb.phase - 1,
+                    phase + 2
+                );
+                return Err(misuse(prog, w, cx, None, msg));
+            }
+            if !mb.passed(phase) {
+                return Ok(Next::Block);
+            }
+        }
+        Ins::Nop => {}
+        Ins::PdlWait => w.pdl_waited = true,
+        Ins::ClusterArrive => {
+            if w.cl_mask & active != 0 {
+                let msg = "barrier.cluster.arrive again before barrier.cluster.wait".to_string();
+                return Err(misuse(prog, w, cx, None, msg));
+            }
+            w.cl_mask |= active;
+            w.cl_phase = cx.cbar.phase;
+            cx.cbar.arrived += active.count_ones();
+            cx.cbar.try_complete();
+        }
+        Ins::ClusterWait => {
+            if active & !w.cl_mask != 0 {
+                let msg =
+                    "barrier.cluster.wait without a preceding barrier.cluster.arrive".to_string();
+                return Err(misuse(prog, w, cx, None, msg));
+            }
+            if cx.cbar.phase <= w.cl_phase {
+                return Ok(Next::Block);
+            }
+            w.cl_mask &= !active;
+        }
+        &Ins::BarSync { id, threads } => {
+            let cta = &mut cx.ctas[w.rank as usize];
+            let live = cta.live;
+            let nb = &mut cta.named[id as usize];
+            match w.bar_wait {
+                Some((i, g)) if i == id => {
+                    if nb.generation == g {
+                        return Ok(Next::Block);
+                    }
+                    w.bar_wait = None;
+                }
+                _ => {
+                    if nb.arrived == 0 {
+                        nb.expected = threads;
+                    }
+                    nb.arrived += w.lanes.count_ones();
+                    let need = if nb.expected == 0 { live } else { nb.expected };
+                    if nb.arrived >= need {
+                        nb.arrived = 0;
+                        nb.generation += 1;
+                    } else {
+                        w.bar_wait = Some((id, nb.generation));
+                        return Ok(Next::Block);
+                    }
+                }
+            }
+        }
+        _ => unreachable!("not a synchronisation op"),
+    }
+    Ok(Next::Step)
+}
