@@ -104,6 +104,15 @@ impl Device for AnyDevice {
         }
     }
 
+    fn max_resident_clusters(&self, module: &AnyModule) -> Result<u32, RuntimeError> {
+        match (self, module) {
+            (AnyDevice::Cuda(d), AnyModule::Cuda(m)) => d.max_resident_clusters(m),
+            (AnyDevice::Sim(d), AnyModule::Sim(m)) => d.max_resident_clusters(m),
+            (_, AnyModule::Cuda(m)) => Err(other_device(m.name(), "the module")),
+            (_, AnyModule::Sim(m)) => Err(other_device(&m.kernel().name, "the module")),
+        }
+    }
+
     fn launch(
         &self,
         module: &AnyModule,

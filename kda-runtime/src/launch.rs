@@ -59,6 +59,10 @@ pub trait Device {
     fn load(&self, kernel: &Kernel) -> Result<Self::Module, RuntimeError>;
     /// The kernel `module` was loaded from (as scheduled for this device).
     fn module_kernel<'m>(&self, module: &'m Self::Module) -> &'m Kernel;
+    /// Clusters of `module` that run at once on the whole device: the grid
+    /// (in clusters) of a persistent launch, whose clusters loop over the
+    /// work with a runtime stride ([`crate::Launch::persistent`]).
+    fn max_resident_clusters(&self, module: &Self::Module) -> Result<u32, RuntimeError>;
     /// Launch `module` with one buffer per kernel tensor (`kernel.tensors`, in order).
     fn launch(
         &self,

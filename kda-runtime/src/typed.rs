@@ -34,6 +34,38 @@ impl Launch {
         Launch { grid, pdl: false }
     }
 
+    /// A persistent launch for `work` independent work items of one
+    /// cluster each: as many clusters as the device holds at once
+    /// ([`Device::max_resident_clusters`]), at most `work` (at least one),
+    /// each looping over items `cluster_id, cluster_id + clusters, ..`.
+    pub fn persistent<D: Device>(
+        dev: &D,
+        module: &D::Module,
+        work: u64,
+    ) -> Result<Launch, RuntimeError> {
+        let kernel = dev.module_kernel(module);
+        let resident = dev.max_resident_clusters(module)?;
+        if resident == 0 {
+            return Err(RuntimeError::BadLaunch {
+                kernel: kernel.name.clone(),
+                msg: "no cluster of this kernel fits on the device (registers or shared memory)"
+                    .into(),
+            });
+        }
+        let clusters = (resident as u64).min(work.max(1)) as u32;
+        let ctas =
+            clusters
+                .checked_mul(kernel.launch.cluster)
+                .ok_or_else(|| RuntimeError::BadLaunch {
+                    kernel: kernel.name.clone(),
+                    msg: format!(
+                        "{clusters} clusters of {} CTAs overflow the grid",
+                        kernel.launch.cluster
+                    ),
+                })?;
+        Ok(Launch::grid([ctas, 1, 1]))
+    }
+
     /// The same launch with PDL on or off.
     pub fn pdl(self, pdl: bool) -> Launch {
         Launch { pdl, ..self }
@@ -49,8 +81,14 @@ pub enum ArgIssue {
     /// (a `#[when]` tensor whose condition is false).
     NotDeclared,
     /// Element type (tensors) or value type (scalars).
-    Dtype { want: Scalar, got: Scalar },
-    Rank { want: usize, got: usize },
+    Dtype {
+        want: Scalar,
+        got: Scalar,
+    },
+    Rank {
+        want: usize,
+        got: usize,
+    },
     /// An extent or stride the kernel was built for.
     Fixed {
         what: Part,
@@ -74,7 +112,11 @@ pub enum ArgIssue {
         align: u32,
     },
     /// A value past what the kernel's 64-bit symbols hold.
-    TooLarge { what: Part, dim: usize, got: usize },
+    TooLarge {
+        what: Part,
+        dim: usize,
+        got: usize,
+    },
 }
 
 /// An extent or a stride.

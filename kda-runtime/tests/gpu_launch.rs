@@ -105,6 +105,41 @@ fn compiled_cluster_ids(cluster: u32, ctas: u32) -> (String, u32) {
 }
 
 #[test]
+fn persistent_grids_come_from_the_occupancy_calculator() {
+    // The simulator answers its configured figure; the GPU the driver's
+    // occupancy calculator, which must fit at least one cluster per 2 SMs
+    // for these tiny kernels and shrink with larger clusters.
+    let sim = SimDevice::new();
+    let m = sim.load(&cluster_ids(2, 8)).unwrap();
+    assert_eq!(sim.max_resident_clusters(&m).unwrap(), 2);
+    let l = kda_runtime::Launch::persistent(&sim, &m, 1000).unwrap();
+    assert_eq!(l.grid, [4, 1, 1]);
+    // Fewer work items than resident clusters: one cluster per item.
+    let l = kda_runtime::Launch::persistent(&sim, &m, 1).unwrap();
+    assert_eq!(l.grid, [2, 1, 1]);
+
+    let Some(dev) = gpu() else { return };
+    let sms = dev.describe();
+    let mut last = u32::MAX;
+    for cluster in [1u32, 2, 4, 8] {
+        let k = dev.load(&cluster_ids(cluster, 8 * cluster)).unwrap();
+        let n = dev.max_resident_clusters(&k).unwrap();
+        println!("clusters of {cluster}: {n} resident ({sms})");
+        assert!(
+            n >= 1 && n <= last,
+            "clusters of {cluster}: {n} after {last}"
+        );
+        assert!(
+            n * cluster >= 66,
+            "clusters of {cluster}: only {n} resident"
+        );
+        last = n;
+        let l = kda_runtime::Launch::persistent(&dev, &k, u64::MAX).unwrap();
+        assert_eq!(l.grid, [n * cluster, 1, 1]);
+    }
+}
+
+#[test]
 fn cluster_shape_comes_from_the_backend() {
     let Some(dev) = gpu() else { return };
     // 16 is above the portable 8: the device opts the function in.

@@ -366,6 +366,10 @@ impl Device for CudaDevice {
         module.kernel()
     }
 
+    fn max_resident_clusters(&self, module: &CudaKernel) -> Result<u32, RuntimeError> {
+        module.max_active_clusters()
+    }
+
     fn launch(
         &self,
         module: &CudaKernel,

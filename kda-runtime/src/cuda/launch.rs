@@ -59,6 +59,75 @@ impl KernelParams {
     }
 }
 
+/// The launch attributes of `dims` (cluster shape, PDL), kept alive while
+/// a `CUlaunchConfig` points at them.
+struct Attributes {
+    attrs: [sys::CUlaunchAttribute; 2],
+    n: usize,
+}
+
+impl Attributes {
+    fn of(dims: &LaunchDims) -> Attributes {
+        // SAFETY: an all-zero attribute is a valid value of the C struct (the value is a union of PODs).
+        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+        let mut n = 0;
+        if let Some([x, y, z]) = dims.cluster {
+            attrs[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attrs[n].value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
+            n += 1;
+        }
+        if dims.pdl {
+            attrs[n].id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[n].value.programmaticStreamSerializationAllowed = 1;
+            n += 1;
+        }
+        Attributes { attrs, n }
+    }
+
+    /// The launch configuration; it points into `self`.
+    fn config(&mut self, dims: &LaunchDims, stream: sys::CUstream) -> sys::CUlaunchConfig {
+        sys::CUlaunchConfig {
+            gridDimX: dims.grid[0],
+            gridDimY: dims.grid[1],
+            gridDimZ: dims.grid[2],
+            blockDimX: dims.block[0],
+            blockDimY: dims.block[1],
+            blockDimZ: dims.block[2],
+            sharedMemBytes: dims.dyn_smem_bytes,
+            hStream: stream,
+            attrs: self.attrs.as_mut_ptr(),
+            numAttrs: self.n as u32,
+        }
+    }
+}
+
+/// How many clusters of `cluster` CTAs of `func` launched with `dims`
+/// (their grid is ignored) can be resident on the whole device at once: the driver's
+/// occupancy calculator over registers, shared memory, `.minnctapersm` and
+/// the cluster shape (`cuOccupancyMaxActiveClusters`).
+///
+/// # Safety
+///
+/// `func` must be a live function of the context bound to the calling thread.
+pub(crate) unsafe fn max_active_clusters(
+    func: sys::CUfunction,
+    dims: &LaunchDims,
+    cluster: u32,
+) -> Result<u32, DriverError> {
+    let probe = LaunchDims {
+        grid: [cluster, 1, 1],
+        pdl: false,
+        ..*dims
+    };
+    let mut attrs = Attributes::of(&probe);
+    let cfg = attrs.config(&probe, std::ptr::null_mut());
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: `cfg` and its attributes outlive the call; the caller vouches for `func`.
+    unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, func, &cfg).result()? };
+    Ok(n.max(0) as u32)
+}
+
 /// Enqueue one launch of `func` on `stream`.
 ///
 /// # Safety
@@ -73,37 +142,13 @@ pub(crate) unsafe fn launch_ex(
     dims: &LaunchDims,
     params: &KernelParams,
 ) -> Result<(), DriverError> {
-    // SAFETY: an all-zero attribute is a valid value of the C struct (the value is a union of PODs).
-    let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
-    let mut n = 0;
-    if let Some([x, y, z]) = dims.cluster {
-        attrs[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attrs[n].value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
-        n += 1;
-    }
-    if dims.pdl {
-        attrs[n].id =
-            sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attrs[n].value.programmaticStreamSerializationAllowed = 1;
-        n += 1;
-    }
     let mut ptrs: Vec<*mut c_void> = params
         .slots
         .iter()
         .map(|s| s as *const u64 as *mut c_void)
         .collect();
-    let cfg = sys::CUlaunchConfig {
-        gridDimX: dims.grid[0],
-        gridDimY: dims.grid[1],
-        gridDimZ: dims.grid[2],
-        blockDimX: dims.block[0],
-        blockDimY: dims.block[1],
-        blockDimZ: dims.block[2],
-        sharedMemBytes: dims.dyn_smem_bytes,
-        hStream: stream.cu_stream(),
-        attrs: attrs.as_mut_ptr(),
-        numAttrs: n as u32,
-    };
+    let mut attrs = Attributes::of(dims);
+    let cfg = attrs.config(dims, stream.cu_stream());
     // SAFETY: `cfg`, `attrs` and the parameter slots outlive the call (the
     // driver copies them); the caller vouches for `func` and the parameters.
     unsafe { sys::cuLaunchKernelEx(&cfg, func, ptrs.as_mut_ptr(), std::ptr::null_mut()).result() }

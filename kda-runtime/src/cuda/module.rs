@@ -299,6 +299,20 @@ impl CudaKernel {
         &self.image.ctx
     }
 
+    /// Clusters of this kernel the whole GPU holds at once (registers,
+    /// shared memory, `min_blocks` and the cluster shape): the grid of a
+    /// persistent launch.
+    pub fn max_active_clusters(&self) -> Result<u32, RuntimeError> {
+        let name = self.kernel.name.as_str();
+        self.ctx()
+            .bind_to_thread()
+            .driver("cuCtxSetCurrent", name)?;
+        let dims = self.dims(&LaunchConfig::default());
+        // SAFETY: the function belongs to the context just bound.
+        unsafe { super::launch::max_active_clusters(self.func, &dims, self.kernel.launch.cluster) }
+            .driver("cuOccupancyMaxActiveClusters", name)
+    }
+
     pub(crate) fn dims(&self, cfg: &LaunchConfig) -> LaunchDims {
         LaunchDims {
             grid: cfg.grid,

@@ -76,6 +76,9 @@ pub struct SimOptions {
     pub pipeline: kda_ir::pipeline::Options,
     /// Report reads of `produced` tensors before `griddepcontrol.wait` in PDL launches.
     pub check_pdl: bool,
+    /// What `max_resident_clusters` answers: the grid of persistent
+    /// launches. Small, so that every cluster loops over several work items.
+    pub resident_clusters: u32,
 }
 
 impl Default for SimOptions {
@@ -89,6 +92,7 @@ impl Default for SimOptions {
             verify: true,
             pipeline: kda_ir::pipeline::Options::default(),
             check_pdl: true,
+            resident_clusters: 2,
         }
     }
 }
@@ -328,6 +332,10 @@ impl Device for SimDevice {
 
     fn module_kernel<'m>(&self, module: &'m SimModule) -> &'m Kernel {
         module.kernel()
+    }
+
+    fn max_resident_clusters(&self, _: &SimModule) -> Result<u32, RuntimeError> {
+        Ok(self.opts.resident_clusters.max(1))
     }
 
     fn launch(
