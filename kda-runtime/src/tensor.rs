@@ -274,9 +274,7 @@ impl<D: Device, T: TensorType, const R: usize> DeviceTensor<D, T, R> {
     ) -> Result<TensorArg<'_, D, T, S>, RuntimeError> {
         let capacity = self.elems;
         let need = span_elems(&shape, &strides).ok_or_else(|| {
-            tensor_error(format!(
-                "view {shape:?} with strides {strides:?} overflows"
-            ))
+            tensor_error(format!("view {shape:?} with strides {strides:?} overflows"))
         })?;
         if need > capacity {
             return Err(tensor_error(format!(
