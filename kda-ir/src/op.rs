@@ -1,8 +1,10 @@
 //! The op table. Each operation is one variant of [`Op`]: its immediates and
 //! entity references live in the variant, its SSA operands in
-//! [`InstData::args`], its results in [`InstData::results`]. [`Op::name`] is the
-//! text form shared by the printer, the parser and error reports; the
-//! signature comments below are what the verifier checks.
+//! [`InstData::args`], its results in [`InstData::results`]. Each variant maps
+//! to one row of the [`Opcode`] table (`op_table!` below), which spells the
+//! mnemonic once for the printer, the parser and error reports, with the
+//! modifier it may carry and its operand and result counts; the signature
+//! comments on [`Op`] are what the verifier checks.
 //!
 //! Operand conventions: global memory is always addressed as a tensor plus one
 //! `i32`/`i64` index per dimension (so the checker knows which tensor is read
@@ -118,6 +120,307 @@ pub enum ShflMode {
     Bfly,
     /// `shfl.sync.idx`: read from the given lane.
     Idx,
+}
+
+impl Special {
+    /// Every register the text form names (the axis of `BlockIdx`/`GridDim` is 0..3).
+    pub const ALL: [Special; 9] = [
+        Special::ThreadIdx,
+        Special::LaneId,
+        Special::ClusterRank,
+        Special::BlockIdx(0),
+        Special::BlockIdx(1),
+        Special::BlockIdx(2),
+        Special::GridDim(0),
+        Special::GridDim(1),
+        Special::GridDim(2),
+    ];
+
+    /// The register's name in the text form (`special tid`, `special ctaid.y`).
+    pub fn name(self) -> &'static str {
+        // An axis past z (which the verifier rejects) still prints.
+        let axis = |d: u8| d as usize % 3;
+        match self {
+            Special::ThreadIdx => "tid",
+            Special::BlockIdx(d) => ["ctaid.x", "ctaid.y", "ctaid.z"][axis(d)],
+            Special::GridDim(d) => ["nctaid.x", "nctaid.y", "nctaid.z"][axis(d)],
+            Special::ClusterRank => "cluster_rank",
+            Special::LaneId => "laneid",
+        }
+    }
+}
+
+impl CmpOp {
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+
+    /// The comparison's modifier in the text form (`cmp.le`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+    }
+}
+
+impl ShflMode {
+    pub const ALL: [ShflMode; 2] = [ShflMode::Bfly, ShflMode::Idx];
+
+    /// The mode's modifier in the text form (`shfl.bfly`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ShflMode::Bfly => "bfly",
+            ShflMode::Idx => "idx",
+        }
+    }
+}
+
+/// What may follow an op's mnemonic after a `.`.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Modifier {
+    None,
+    /// `.ftz`, optional: flush denormals.
+    Ftz,
+    /// `.fast`, optional: the approximate instruction.
+    Fast,
+    /// `.evict_first`, optional: the L2 policy ([`CachePolicy`]).
+    Policy,
+    /// `.relaxed`, optional.
+    Relaxed,
+    /// Required: the comparison ([`CmpOp::name`]).
+    Cmp,
+    /// Required: the mode ([`ShflMode::name`]).
+    Shfl,
+    /// Required: the lane, a number.
+    Lane,
+}
+
+impl Modifier {
+    /// The text of an optional on/off modifier.
+    pub fn flag(self) -> Option<&'static str> {
+        match self {
+            Modifier::Ftz => Some("ftz"),
+            Modifier::Fast => Some("fast"),
+            Modifier::Policy => Some("evict_first"),
+            Modifier::Relaxed => Some("relaxed"),
+            Modifier::None | Modifier::Cmp | Modifier::Shfl | Modifier::Lane => None,
+        }
+    }
+}
+
+/// A count of operands or results.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Arity {
+    Exact(u8),
+    /// Set by the op's immediates or declarations: a tensor's rank, the lanes
+    /// packed, the values a region carries.
+    Variadic,
+}
+
+macro_rules! arity {
+    (*) => {
+        Arity::Variadic
+    };
+    ($n:literal) => {
+        Arity::Exact($n)
+    };
+}
+
+/// The op table: one row per opcode with its mnemonic, the modifier the
+/// mnemonic may carry, and its operand and result counts. [`Op::name`] and
+/// [`Op::mnemonic`] (the printer), the parser's mnemonic lookup
+/// ([`Opcode::parse_mnemonic`]) and error reports all read it.
+macro_rules! op_table {
+    ($($(#[$doc:meta])* $code:ident $name:literal $modifier:ident $args:tt -> $results:tt;)*) => {
+        /// An op without its immediates: a row of the op table.
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+        pub enum Opcode {
+            $($(#[$doc])* $code,)*
+        }
+
+        impl Opcode {
+            /// Every row, in table order.
+            pub const ALL: &'static [Opcode] = &[$(Opcode::$code),*];
+
+            /// The mnemonic in the text form, without a modifier.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Opcode::$code => $name,)*
+                }
+            }
+
+            /// What may follow the mnemonic.
+            pub fn modifier(self) -> Modifier {
+                match self {
+                    $(Opcode::$code => Modifier::$modifier,)*
+                }
+            }
+
+            /// SSA operands.
+            pub fn operands(self) -> Arity {
+                match self {
+                    $(Opcode::$code => arity!($args),)*
+                }
+            }
+
+            /// Results.
+            pub fn results(self) -> Arity {
+                match self {
+                    $(Opcode::$code => arity!($results),)*
+                }
+            }
+
+            /// The opcode a mnemonic without modifier names.
+            pub fn from_name(s: &str) -> Option<Opcode> {
+                match s {
+                    $($name => Some(Opcode::$code),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+op_table! {
+    IConst "iconst" None 0 -> 1;
+    FConst "fconst" None 0 -> 1;
+    Special "special" None 0 -> 1;
+    Param "param" None 0 -> 1;
+    Add "add" None 2 -> 1;
+    Sub "sub" None 2 -> 1;
+    Mul "mul" None 2 -> 1;
+    Div "div" None 2 -> 1;
+    Rem "rem" None 2 -> 1;
+    Min "min" None 2 -> 1;
+    Max "max" None 2 -> 1;
+    And "and" None 2 -> 1;
+    Or "or" None 2 -> 1;
+    Xor "xor" None 2 -> 1;
+    Shl "shl" None 2 -> 1;
+    Shr "shr" None 2 -> 1;
+    Fma "fma" Ftz 3 -> 1;
+    Neg "neg" None 1 -> 1;
+    Not "not" None 1 -> 1;
+    Abs "abs" None 1 -> 1;
+    Exp "exp" Fast 1 -> 1;
+    Exp2 "exp2" Fast 1 -> 1;
+    Rsqrt "rsqrt" Fast 1 -> 1;
+    Sqrt "sqrt" None 1 -> 1;
+    Sigmoid "sigmoid" Fast 1 -> 1;
+    Rcp "rcp" Fast 1 -> 1;
+    Log2Approx "lg2.approx" None 1 -> 1;
+    Cmp "cmp" Cmp 2 -> 1;
+    Select "select" None 3 -> 1;
+    Cvt "cvt" None 1 -> 1;
+    Bitcast "bitcast" None 1 -> 1;
+    Pack "pack" None * -> 1;
+    Extract "extract" Lane 1 -> 1;
+    /// Operands: one index per dimension of the tensor.
+    LdGlobal "ld.global" Policy * -> 1;
+    /// Operands: the indices, the value and, when predicated, the predicate.
+    StGlobal "st.global" Policy * -> 0;
+    LdShared "ld.shared" None 1 -> 1;
+    StShared "st.shared" None 2 -> 0;
+    Shfl "shfl" Shfl 2 -> 1;
+    ElectSync "elect" None 0 -> 1;
+    Mma16816 "mma.m16n8k16" None 3 -> 1;
+    WarpSync "warp.sync" None 0 -> 0;
+    MbarInit "mbarrier.init" None 0 -> 0;
+    MbarArrive "mbarrier.arrive" None 0 -> 0;
+    MbarArriveExpectTx "mbarrier.arrive.expect_tx" None 0 -> 0;
+    MbarWait "mbarrier.wait" None 0 -> 0;
+    FenceMbarInit "fence.mbarrier_init" None 0 -> 0;
+    FenceProxyAsync "fence.proxy.async" None 0 -> 0;
+    ClusterArrive "cluster.arrive" Relaxed 0 -> 0;
+    ClusterWait "cluster.wait" None 0 -> 0;
+    BarSync "bar.sync" None 0 -> 0;
+    StAsync "st.async" None 3 -> 0;
+    /// Operands: the shared index, then one global index per dimension.
+    CpAsync "cp.async" None * -> 0;
+    CpAsyncCommit "cp.async.commit" None 0 -> 0;
+    CpAsyncWait "cp.async.wait" None 0 -> 0;
+    /// Operands: the shared index, then one global index per dimension.
+    BulkCopy "cp.async.bulk" Policy * -> 0;
+    GridDepWait "pdl.wait" None 0 -> 0;
+    GridDepLaunch "pdl.launch_dependents" None 0 -> 0;
+    /// Results: what both branches yield.
+    If "if" None 1 -> *;
+    /// Operands: lo, hi, step and the initial carried values.
+    For "for" None * -> *;
+    While "while" None * -> *;
+    InRole "role" None 0 -> 0;
+    Yield "yield" None * -> 0;
+}
+
+/// A mnemonic as written, split by the op table.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Mnemonic {
+    /// An opcode with no modifier, or with its optional flag on or off.
+    Plain(Opcode, bool),
+    Cmp(CmpOp),
+    Shfl(ShflMode),
+    /// `extract.<lane>`.
+    Extract(u8),
+}
+
+/// Why a mnemonic does not name an op.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum MnemonicError {
+    Unknown,
+    /// `extract.` followed by something other than a lane number.
+    BadLane,
+}
+
+impl Opcode {
+    /// Split `m` into its opcode and modifier: `m` itself when it names an
+    /// opcode, else the first prefix up to a `.` that names an opcode taking a
+    /// modifier, with the rest as that modifier (`cluster.arrive` + `relaxed`,
+    /// `cp.async.bulk` + `evict_first`).
+    pub fn parse_mnemonic(m: &str) -> Result<Mnemonic, MnemonicError> {
+        if let Some(code) = Opcode::from_name(m) {
+            return match code.modifier() {
+                Modifier::Cmp | Modifier::Shfl | Modifier::Lane => Err(MnemonicError::Unknown),
+                _ => Ok(Mnemonic::Plain(code, false)),
+            };
+        }
+        for (dot, _) in m.match_indices('.') {
+            let (base, rest) = (&m[..dot], &m[dot + 1..]);
+            let Some(code) = Opcode::from_name(base) else {
+                continue;
+            };
+            let modifier = code.modifier();
+            return match modifier {
+                Modifier::None => continue,
+                Modifier::Cmp => CmpOp::ALL
+                    .into_iter()
+                    .find(|c| c.name() == rest)
+                    .map(Mnemonic::Cmp)
+                    .ok_or(MnemonicError::Unknown),
+                Modifier::Shfl => ShflMode::ALL
+                    .into_iter()
+                    .find(|s| s.name() == rest)
+                    .map(Mnemonic::Shfl)
+                    .ok_or(MnemonicError::Unknown),
+                Modifier::Lane => rest
+                    .parse::<u8>()
+                    .map(Mnemonic::Extract)
+                    .map_err(|_| MnemonicError::BadLane),
+                _ if modifier.flag() == Some(rest) => Ok(Mnemonic::Plain(code, true)),
+                _ => Err(MnemonicError::Unknown),
+            };
+        }
+        Err(MnemonicError::Unknown)
+    }
 }
 
 /// One operation. Signatures: `args -> results`.
@@ -246,75 +549,115 @@ pub enum Op {
 }
 
 impl Op {
-    /// The op's name in the text form.
-    pub fn name(&self) -> &'static str {
+    /// The op's row in the [`Opcode`] table.
+    pub fn opcode(&self) -> Opcode {
+        use Opcode as C;
         match self {
-            Op::IConst(_) => "iconst",
-            Op::FConst(_) => "fconst",
-            Op::Special(_) => "special",
-            Op::Param(_) => "param",
+            Op::IConst(_) => C::IConst,
+            Op::FConst(_) => C::FConst,
+            Op::Special(_) => C::Special,
+            Op::Param(_) => C::Param,
             Op::Bin(b) => match b {
-                BinOp::Add => "add",
-                BinOp::Sub => "sub",
-                BinOp::Mul => "mul",
-                BinOp::Div => "div",
-                BinOp::Rem => "rem",
-                BinOp::Min => "min",
-                BinOp::Max => "max",
-                BinOp::And => "and",
-                BinOp::Or => "or",
-                BinOp::Xor => "xor",
-                BinOp::Shl => "shl",
-                BinOp::Shr => "shr",
+                BinOp::Add => C::Add,
+                BinOp::Sub => C::Sub,
+                BinOp::Mul => C::Mul,
+                BinOp::Div => C::Div,
+                BinOp::Rem => C::Rem,
+                BinOp::Min => C::Min,
+                BinOp::Max => C::Max,
+                BinOp::And => C::And,
+                BinOp::Or => C::Or,
+                BinOp::Xor => C::Xor,
+                BinOp::Shl => C::Shl,
+                BinOp::Shr => C::Shr,
             },
-            Op::Fma { .. } => "fma",
+            Op::Fma { .. } => C::Fma,
             Op::Un(u) => match u {
-                UnOp::Neg => "neg",
-                UnOp::Not => "not",
-                UnOp::Abs => "abs",
-                UnOp::Exp { .. } => "exp",
-                UnOp::Exp2 { .. } => "exp2",
-                UnOp::Rsqrt { .. } => "rsqrt",
-                UnOp::Sqrt => "sqrt",
-                UnOp::Sigmoid { .. } => "sigmoid",
-                UnOp::Rcp { .. } => "rcp",
-                UnOp::Log2Approx => "lg2.approx",
+                UnOp::Neg => C::Neg,
+                UnOp::Not => C::Not,
+                UnOp::Abs => C::Abs,
+                UnOp::Exp { .. } => C::Exp,
+                UnOp::Exp2 { .. } => C::Exp2,
+                UnOp::Rsqrt { .. } => C::Rsqrt,
+                UnOp::Sqrt => C::Sqrt,
+                UnOp::Sigmoid { .. } => C::Sigmoid,
+                UnOp::Rcp { .. } => C::Rcp,
+                UnOp::Log2Approx => C::Log2Approx,
             },
-            Op::Cmp(_) => "cmp",
-            Op::Select => "select",
-            Op::Cvt => "cvt",
-            Op::Bitcast => "bitcast",
-            Op::Pack => "pack",
-            Op::Extract(_) => "extract",
-            Op::LdGlobal { .. } => "ld.global",
-            Op::StGlobal { .. } => "st.global",
-            Op::LdShared { .. } => "ld.shared",
-            Op::StShared { .. } => "st.shared",
-            Op::Shfl(_) => "shfl",
-            Op::ElectSync => "elect",
-            Op::Mma16816 => "mma.m16n8k16",
-            Op::WarpSync => "warp.sync",
-            Op::MbarInit { .. } => "mbarrier.init",
-            Op::MbarArrive { .. } => "mbarrier.arrive",
-            Op::MbarArriveExpectTx { .. } => "mbarrier.arrive.expect_tx",
-            Op::MbarWait { .. } => "mbarrier.wait",
-            Op::FenceMbarInit => "fence.mbarrier_init",
-            Op::FenceProxyAsync => "fence.proxy.async",
-            Op::ClusterArrive { .. } => "cluster.arrive",
-            Op::ClusterWait => "cluster.wait",
-            Op::BarSync { .. } => "bar.sync",
-            Op::StAsync { .. } => "st.async",
-            Op::CpAsync { .. } => "cp.async",
-            Op::CpAsyncCommit => "cp.async.commit",
-            Op::CpAsyncWait(_) => "cp.async.wait",
-            Op::BulkCopy { .. } => "cp.async.bulk",
-            Op::GridDepWait => "pdl.wait",
-            Op::GridDepLaunch => "pdl.launch_dependents",
-            Op::If { .. } => "if",
-            Op::For { .. } => "for",
-            Op::While { .. } => "while",
-            Op::InRole { .. } => "role",
-            Op::Yield => "yield",
+            Op::Cmp(_) => C::Cmp,
+            Op::Select => C::Select,
+            Op::Cvt => C::Cvt,
+            Op::Bitcast => C::Bitcast,
+            Op::Pack => C::Pack,
+            Op::Extract(_) => C::Extract,
+            Op::LdGlobal { .. } => C::LdGlobal,
+            Op::StGlobal { .. } => C::StGlobal,
+            Op::LdShared { .. } => C::LdShared,
+            Op::StShared { .. } => C::StShared,
+            Op::Shfl(_) => C::Shfl,
+            Op::ElectSync => C::ElectSync,
+            Op::Mma16816 => C::Mma16816,
+            Op::WarpSync => C::WarpSync,
+            Op::MbarInit { .. } => C::MbarInit,
+            Op::MbarArrive { .. } => C::MbarArrive,
+            Op::MbarArriveExpectTx { .. } => C::MbarArriveExpectTx,
+            Op::MbarWait { .. } => C::MbarWait,
+            Op::FenceMbarInit => C::FenceMbarInit,
+            Op::FenceProxyAsync => C::FenceProxyAsync,
+            Op::ClusterArrive { .. } => C::ClusterArrive,
+            Op::ClusterWait => C::ClusterWait,
+            Op::BarSync { .. } => C::BarSync,
+            Op::StAsync { .. } => C::StAsync,
+            Op::CpAsync { .. } => C::CpAsync,
+            Op::CpAsyncCommit => C::CpAsyncCommit,
+            Op::CpAsyncWait(_) => C::CpAsyncWait,
+            Op::BulkCopy { .. } => C::BulkCopy,
+            Op::GridDepWait => C::GridDepWait,
+            Op::GridDepLaunch => C::GridDepLaunch,
+            Op::If { .. } => C::If,
+            Op::For { .. } => C::For,
+            Op::While { .. } => C::While,
+            Op::InRole { .. } => C::InRole,
+            Op::Yield => C::Yield,
+        }
+    }
+
+    /// The op's name in the text form (the table's mnemonic, no modifier).
+    pub fn name(&self) -> &'static str {
+        self.opcode().name()
+    }
+
+    /// The mnemonic with its modifier, as the text form writes it
+    /// (`fma.ftz`, `cmp.lt`, `exp.fast`, `extract.3`, `ld.global.evict_first`).
+    pub fn mnemonic(&self) -> String {
+        let name = self.name();
+        match self {
+            Op::Cmp(c) => format!("{name}.{}", c.name()),
+            Op::Shfl(m) => format!("{name}.{}", m.name()),
+            Op::Extract(lane) => format!("{name}.{lane}"),
+            _ => match self.opcode().modifier().flag() {
+                Some(f) if self.flag_set() => format!("{name}.{f}"),
+                _ => name.into(),
+            },
+        }
+    }
+
+    /// Whether the op's optional flag modifier ([`Modifier::flag`]) is on.
+    fn flag_set(&self) -> bool {
+        match *self {
+            Op::Fma { ftz } => ftz,
+            Op::Un(
+                UnOp::Exp { fast }
+                | UnOp::Exp2 { fast }
+                | UnOp::Rsqrt { fast }
+                | UnOp::Sigmoid { fast }
+                | UnOp::Rcp { fast },
+            ) => fast,
+            Op::LdGlobal { policy, .. }
+            | Op::StGlobal { policy, .. }
+            | Op::BulkCopy { policy, .. } => policy == CachePolicy::EvictFirst,
+            Op::ClusterArrive { relaxed } => relaxed,
+            _ => false,
         }
     }
 
@@ -366,4 +709,98 @@ pub struct InstData {
     pub args: Vec<Value>,
     pub results: Vec<Value>,
     pub loc: Loc,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Kernel;
+    use crate::parse::parse_kernel;
+
+    #[test]
+    fn every_mnemonic_parses_back_to_its_opcode() {
+        let mut seen = std::collections::HashSet::new();
+        for &code in Opcode::ALL {
+            assert!(seen.insert(code.name()), "{} twice", code.name());
+            let want = match code.modifier() {
+                Modifier::Cmp | Modifier::Shfl | Modifier::Lane => Err(MnemonicError::Unknown),
+                _ => Ok(Mnemonic::Plain(code, false)),
+            };
+            assert_eq!(Opcode::parse_mnemonic(code.name()), want, "{}", code.name());
+            if let Some(f) = code.modifier().flag() {
+                let m = format!("{}.{f}", code.name());
+                assert_eq!(Opcode::parse_mnemonic(&m), Ok(Mnemonic::Plain(code, true)));
+            }
+        }
+        for c in CmpOp::ALL {
+            let m = Op::Cmp(c).mnemonic();
+            assert_eq!(Opcode::parse_mnemonic(&m), Ok(Mnemonic::Cmp(c)), "{m}");
+        }
+        for s in ShflMode::ALL {
+            let m = Op::Shfl(s).mnemonic();
+            assert_eq!(Opcode::parse_mnemonic(&m), Ok(Mnemonic::Shfl(s)), "{m}");
+        }
+        assert_eq!(
+            Opcode::parse_mnemonic("extract.7"),
+            Ok(Mnemonic::Extract(7))
+        );
+        assert_eq!(
+            Opcode::parse_mnemonic("extract.x"),
+            Err(MnemonicError::BadLane)
+        );
+    }
+
+    #[test]
+    fn modifiers_belong_to_their_ops() {
+        for m in [
+            "cmp",
+            "cmp.eq.fast",
+            "shfl.up",
+            "extract",
+            "sqrt.fast",
+            "fma.fast",
+            "cp.async.evict_first",
+            "iconst.evict_first",
+            "mbarrier.arrive.relaxed",
+            "frob",
+        ] {
+            assert_eq!(
+                Opcode::parse_mnemonic(m),
+                Err(MnemonicError::Unknown),
+                "{m}"
+            );
+        }
+    }
+
+    /// The table's counts hold for every instruction of the filetest kernels
+    /// that verify.
+    #[test]
+    fn arities_match_the_filetest_kernels() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests");
+        let mut checked = 0;
+        for dir in ["ptx", "verifier"] {
+            for e in std::fs::read_dir(root.join(dir)).expect("filetests folder") {
+                let p = e.expect("directory entry").path();
+                let name = p.to_string_lossy().into_owned();
+                if !(name.ends_with(".kir") && (dir == "ptx" || name.ends_with("-ok.kir"))) {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&p).expect("filetest");
+                let k: Kernel = parse_kernel(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+                for (_, d) in k.insts.iter() {
+                    let code = d.op.opcode();
+                    for (arity, n, what) in [
+                        (code.operands(), d.args.len(), "operands"),
+                        (code.results(), d.results.len(), "results"),
+                    ] {
+                        if let Arity::Exact(want) = arity {
+                            assert_eq!(n, want as usize, "{name}: `{}` {what}", code.name());
+                        }
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 0);
+    }
 }

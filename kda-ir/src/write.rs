@@ -18,7 +18,7 @@ use std::fmt::{self, Write};
 
 use crate::entities::{Inst, Region, Value};
 use crate::kernel::{Access, Dim, Kernel, Provenance};
-use crate::op::{CachePolicy, CmpOp, Op, ShflMode, Special, UnOp};
+use crate::op::Op;
 
 /// Print a kernel.
 pub fn write_kernel(k: &Kernel) -> String {
@@ -176,55 +176,10 @@ fn open_region(w: &mut String, k: &Kernel, r: Region) -> fmt::Result {
     }
 }
 
-fn policy(p: CachePolicy) -> &'static str {
-    match p {
-        CachePolicy::Normal => "",
-        CachePolicy::EvictFirst => ".evict_first",
-    }
-}
-
-fn special(s: Special) -> String {
-    let xyz = |d: u8| ["x", "y", "z"][d as usize % 3];
-    match s {
-        Special::ThreadIdx => "tid".into(),
-        Special::BlockIdx(d) => format!("ctaid.{}", xyz(d)),
-        Special::GridDim(d) => format!("nctaid.{}", xyz(d)),
-        Special::ClusterRank => "cluster_rank".into(),
-        Special::LaneId => "laneid".into(),
-    }
-}
-
-/// The op's mnemonic with its modifiers (`fma.ftz`, `cmp.lt`, `exp.fast`...).
+/// The op's mnemonic with its modifiers (`fma.ftz`, `cmp.lt`, `exp.fast`...),
+/// from the op table.
 pub fn mnemonic(op: &Op) -> String {
-    let fast = |f: bool| if f { ".fast" } else { "" };
-    match op {
-        Op::Fma { ftz: true } => "fma.ftz".into(),
-        Op::Un(UnOp::Exp { fast: f })
-        | Op::Un(UnOp::Exp2 { fast: f })
-        | Op::Un(UnOp::Rsqrt { fast: f })
-        | Op::Un(UnOp::Sigmoid { fast: f })
-        | Op::Un(UnOp::Rcp { fast: f }) => format!("{}{}", op.name(), fast(*f)),
-        Op::Cmp(c) => format!(
-            "cmp.{}",
-            match c {
-                CmpOp::Eq => "eq",
-                CmpOp::Ne => "ne",
-                CmpOp::Lt => "lt",
-                CmpOp::Le => "le",
-                CmpOp::Gt => "gt",
-                CmpOp::Ge => "ge",
-            }
-        ),
-        Op::Extract(n) => format!("extract.{n}"),
-        Op::Shfl(ShflMode::Bfly) => "shfl.bfly".into(),
-        Op::Shfl(ShflMode::Idx) => "shfl.idx".into(),
-        Op::LdGlobal { policy: p, .. } | Op::StGlobal { policy: p, .. } => {
-            format!("{}{}", op.name(), policy(*p))
-        }
-        Op::BulkCopy { policy: p, .. } => format!("{}{}", op.name(), policy(*p)),
-        Op::ClusterArrive { relaxed: true } => "cluster.arrive.relaxed".into(),
-        _ => op.name().into(),
-    }
+    op.mnemonic()
 }
 
 fn write_inst(
@@ -256,7 +211,7 @@ fn write_inst(
     match &d.op {
         Op::IConst(c) => write!(w, "{m} {c}")?,
         Op::FConst(c) => write!(w, "{m} {c:?}")?,
-        Op::Special(s) => write!(w, "{m} {}", special(*s))?,
+        Op::Special(s) => write!(w, "{m} {}", s.name())?,
         Op::Param(s) => write!(w, "{m} {s}")?,
         Op::Extract(_) => write!(w, "{m} {}", vals(k, a))?,
         Op::LdGlobal { tensor, .. } => write!(w, "{m} {tensor}{}", idx(a))?,

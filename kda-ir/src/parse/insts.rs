@@ -8,7 +8,7 @@ use super::{Parser, R, Ref};
 use crate::entities::{Inst, Region, ScalarParam, Value};
 use crate::kernel::{RegionData, ValueDef};
 use crate::loc::Loc;
-use crate::op::{BinOp, CachePolicy, CmpOp, InstData, Op, ShflMode, Special, UnOp};
+use crate::op::{BinOp, CachePolicy, InstData, Mnemonic, MnemonicError, Op, Opcode, Special, UnOp};
 
 impl Parser {
     pub(super) fn inst(&mut self, r: Region) -> R<()> {
@@ -84,111 +84,91 @@ impl Parser {
     /// The op named `m` and its operands; region ops also return the implied
     /// yields whose location is the op's.
     fn op(&mut self, m: &str, mpos: Pos) -> R<(Op, Vec<Value>, Vec<Inst>)> {
-        let (base, policy) = match m.strip_suffix(".evict_first") {
-            Some(b) => (b, CachePolicy::EvictFirst),
-            None => (m, CachePolicy::Normal),
+        use Opcode as C;
+        let (code, flag) = match Opcode::parse_mnemonic(m) {
+            Ok(Mnemonic::Plain(code, flag)) => (code, flag),
+            Ok(Mnemonic::Cmp(c)) => return self.plain(Op::Cmp(c)),
+            Ok(Mnemonic::Shfl(s)) => return self.plain(Op::Shfl(s)),
+            Ok(Mnemonic::Extract(lane)) => return self.plain(Op::Extract(lane)),
+            Err(MnemonicError::BadLane) => return err(mpos, format!("bad lane in `{m}`")),
+            Err(MnemonicError::Unknown) => {
+                return err(mpos, format!("unknown instruction `{m}`"));
+            }
         };
-        let (unary, fast) = match m.strip_suffix(".fast") {
-            Some(b) => (b, true),
-            None => (m, false),
+        // The optional modifier, where the table gives the op one.
+        let fast = flag;
+        let policy = if flag {
+            CachePolicy::EvictFirst
+        } else {
+            CachePolicy::Normal
         };
-        let bin = |b| Some(Op::Bin(b));
-        let simple = match m {
-            "add" => bin(BinOp::Add),
-            "sub" => bin(BinOp::Sub),
-            "mul" => bin(BinOp::Mul),
-            "div" => bin(BinOp::Div),
-            "rem" => bin(BinOp::Rem),
-            "min" => bin(BinOp::Min),
-            "max" => bin(BinOp::Max),
-            "and" => bin(BinOp::And),
-            "or" => bin(BinOp::Or),
-            "xor" => bin(BinOp::Xor),
-            "shl" => bin(BinOp::Shl),
-            "shr" => bin(BinOp::Shr),
-            "fma" => Some(Op::Fma { ftz: false }),
-            "fma.ftz" => Some(Op::Fma { ftz: true }),
-            "neg" => Some(Op::Un(UnOp::Neg)),
-            "not" => Some(Op::Un(UnOp::Not)),
-            "abs" => Some(Op::Un(UnOp::Abs)),
-            "sqrt" => Some(Op::Un(UnOp::Sqrt)),
-            "lg2.approx" => Some(Op::Un(UnOp::Log2Approx)),
-            "cmp.eq" => Some(Op::Cmp(CmpOp::Eq)),
-            "cmp.ne" => Some(Op::Cmp(CmpOp::Ne)),
-            "cmp.lt" => Some(Op::Cmp(CmpOp::Lt)),
-            "cmp.le" => Some(Op::Cmp(CmpOp::Le)),
-            "cmp.gt" => Some(Op::Cmp(CmpOp::Gt)),
-            "cmp.ge" => Some(Op::Cmp(CmpOp::Ge)),
-            "select" => Some(Op::Select),
-            "cvt" => Some(Op::Cvt),
-            "bitcast" => Some(Op::Bitcast),
-            "pack" => Some(Op::Pack),
-            "shfl.bfly" => Some(Op::Shfl(ShflMode::Bfly)),
-            "shfl.idx" => Some(Op::Shfl(ShflMode::Idx)),
-            "elect" => Some(Op::ElectSync),
-            "mma.m16n8k16" => Some(Op::Mma16816),
-            "fence.mbarrier_init" => Some(Op::FenceMbarInit),
-            "warp.sync" => Some(Op::WarpSync),
-            "fence.proxy.async" => Some(Op::FenceProxyAsync),
-            "cluster.arrive" => Some(Op::ClusterArrive { relaxed: false }),
-            "cluster.arrive.relaxed" => Some(Op::ClusterArrive { relaxed: true }),
-            "cluster.wait" => Some(Op::ClusterWait),
-            "cp.async.commit" => Some(Op::CpAsyncCommit),
-            "pdl.wait" => Some(Op::GridDepWait),
-            "pdl.launch_dependents" => Some(Op::GridDepLaunch),
-            "yield" => Some(Op::Yield),
-            _ => match unary {
-                "exp" => Some(Op::Un(UnOp::Exp { fast })),
-                "exp2" => Some(Op::Un(UnOp::Exp2 { fast })),
-                "rsqrt" => Some(Op::Un(UnOp::Rsqrt { fast })),
-                "sigmoid" => Some(Op::Un(UnOp::Sigmoid { fast })),
-                "rcp" => Some(Op::Un(UnOp::Rcp { fast })),
-                _ => None,
-            },
-        };
-        if let Some(op) = simple {
-            let args = self.values_on_line()?;
-            return Ok((op, args, Vec::new()));
-        }
-        if let Some(n) = m.strip_prefix("extract.") {
-            let Ok(lane) = n.parse::<u8>() else {
-                return err(mpos, format!("bad lane in `{m}`"));
-            };
-            let args = self.values_on_line()?;
-            return Ok((Op::Extract(lane), args, Vec::new()));
-        }
-        Ok(match base {
-            "iconst" => {
+        let bin = |b| Op::Bin(b);
+        let un = |u| Op::Un(u);
+        Ok(match code {
+            C::Add => return self.plain(bin(BinOp::Add)),
+            C::Sub => return self.plain(bin(BinOp::Sub)),
+            C::Mul => return self.plain(bin(BinOp::Mul)),
+            C::Div => return self.plain(bin(BinOp::Div)),
+            C::Rem => return self.plain(bin(BinOp::Rem)),
+            C::Min => return self.plain(bin(BinOp::Min)),
+            C::Max => return self.plain(bin(BinOp::Max)),
+            C::And => return self.plain(bin(BinOp::And)),
+            C::Or => return self.plain(bin(BinOp::Or)),
+            C::Xor => return self.plain(bin(BinOp::Xor)),
+            C::Shl => return self.plain(bin(BinOp::Shl)),
+            C::Shr => return self.plain(bin(BinOp::Shr)),
+            C::Fma => return self.plain(Op::Fma { ftz: flag }),
+            C::Neg => return self.plain(un(UnOp::Neg)),
+            C::Not => return self.plain(un(UnOp::Not)),
+            C::Abs => return self.plain(un(UnOp::Abs)),
+            C::Exp => return self.plain(un(UnOp::Exp { fast })),
+            C::Exp2 => return self.plain(un(UnOp::Exp2 { fast })),
+            C::Rsqrt => return self.plain(un(UnOp::Rsqrt { fast })),
+            C::Sqrt => return self.plain(un(UnOp::Sqrt)),
+            C::Sigmoid => return self.plain(un(UnOp::Sigmoid { fast })),
+            C::Rcp => return self.plain(un(UnOp::Rcp { fast })),
+            C::Log2Approx => return self.plain(un(UnOp::Log2Approx)),
+            // The mnemonic split gives these with their modifier.
+            C::Cmp | C::Shfl | C::Extract => {
+                return err(mpos, format!("unknown instruction `{m}`"));
+            }
+            C::Select => return self.plain(Op::Select),
+            C::Cvt => return self.plain(Op::Cvt),
+            C::Bitcast => return self.plain(Op::Bitcast),
+            C::Pack => return self.plain(Op::Pack),
+            C::ElectSync => return self.plain(Op::ElectSync),
+            C::Mma16816 => return self.plain(Op::Mma16816),
+            C::WarpSync => return self.plain(Op::WarpSync),
+            C::FenceMbarInit => return self.plain(Op::FenceMbarInit),
+            C::FenceProxyAsync => return self.plain(Op::FenceProxyAsync),
+            C::ClusterArrive => return self.plain(Op::ClusterArrive { relaxed: flag }),
+            C::ClusterWait => return self.plain(Op::ClusterWait),
+            C::CpAsyncCommit => return self.plain(Op::CpAsyncCommit),
+            C::GridDepWait => return self.plain(Op::GridDepWait),
+            C::GridDepLaunch => return self.plain(Op::GridDepLaunch),
+            C::Yield => return self.plain(Op::Yield),
+            C::IConst => {
                 let c = self.number::<i64>("an integer")?;
                 (Op::IConst(c), vec![], vec![])
             }
-            "fconst" => (Op::FConst(self.fnum()?), vec![], vec![]),
-            "special" => {
+            C::FConst => (Op::FConst(self.fnum()?), vec![], vec![]),
+            C::Special => {
                 let (s, pos) = self.ident("a special register")?;
-                let sp = match s.as_str() {
-                    "tid" => Special::ThreadIdx,
-                    "laneid" => Special::LaneId,
-                    "cluster_rank" => Special::ClusterRank,
-                    "ctaid.x" => Special::BlockIdx(0),
-                    "ctaid.y" => Special::BlockIdx(1),
-                    "ctaid.z" => Special::BlockIdx(2),
-                    "nctaid.x" => Special::GridDim(0),
-                    "nctaid.y" => Special::GridDim(1),
-                    "nctaid.z" => Special::GridDim(2),
-                    _ => return err(pos, format!("unknown special register `{s}`")),
+                let Some(sp) = Special::ALL.into_iter().find(|r| r.name() == s) else {
+                    return err(pos, format!("unknown special register `{s}`"));
                 };
                 (Op::Special(sp), vec![], vec![])
             }
-            "param" => (
+            C::Param => (
                 Op::Param(ScalarParam::new(self.reference(Ref::Scalar)?)),
                 vec![],
                 vec![],
             ),
-            "ld.global" => {
+            C::LdGlobal => {
                 let tensor = self.tensor()?;
                 (Op::LdGlobal { tensor, policy }, self.index()?, vec![])
             }
-            "st.global" => {
+            C::StGlobal => {
                 let tensor = self.tensor()?;
                 let mut args = self.index()?;
                 self.expect(',')?;
@@ -207,32 +187,32 @@ impl Parser {
                     vec![],
                 )
             }
-            "ld.shared" => {
+            C::LdShared => {
                 let buffer = self.buffer()?;
                 (Op::LdShared { buffer }, self.index()?, vec![])
             }
-            "st.shared" => {
+            C::StShared => {
                 let buffer = self.buffer()?;
                 let mut args = self.index()?;
                 self.expect(',')?;
                 args.push(self.value()?);
                 (Op::StShared { buffer }, args, vec![])
             }
-            "mbarrier.init" => (
+            C::MbarInit => (
                 Op::MbarInit {
                     barrier: self.barrier()?,
                 },
                 vec![],
                 vec![],
             ),
-            "mbarrier.arrive" => (
+            C::MbarArrive => (
                 Op::MbarArrive {
                     barrier: self.barrier()?,
                 },
                 vec![],
                 vec![],
             ),
-            "mbarrier.arrive.expect_tx" => {
+            C::MbarArriveExpectTx => {
                 let barrier = self.barrier()?;
                 self.expect(',')?;
                 (
@@ -244,7 +224,7 @@ impl Parser {
                     vec![],
                 )
             }
-            "mbarrier.wait" => {
+            C::MbarWait => {
                 let barrier = self.barrier()?;
                 self.expect(',')?;
                 self.keyword("phase")?;
@@ -257,7 +237,7 @@ impl Parser {
                     vec![],
                 )
             }
-            "bar.sync" => {
+            C::BarSync => {
                 let id = self.number::<u8>("a barrier id (0..=255)")?;
                 self.expect(',')?;
                 (
@@ -269,7 +249,7 @@ impl Parser {
                     vec![],
                 )
             }
-            "st.async" => {
+            C::StAsync => {
                 let buffer = self.buffer()?;
                 let mut args = self.index()?;
                 self.expect(',')?;
@@ -287,7 +267,7 @@ impl Parser {
                     vec![],
                 )
             }
-            "cp.async" => {
+            C::CpAsync => {
                 let buffer = self.buffer()?;
                 let mut args = self.index()?;
                 self.expect(',')?;
@@ -295,8 +275,8 @@ impl Parser {
                 args.extend(self.index()?);
                 (Op::CpAsync { buffer, tensor }, args, vec![])
             }
-            "cp.async.wait" => (Op::CpAsyncWait(self.u32()?), vec![], vec![]),
-            "cp.async.bulk" => {
+            C::CpAsyncWait => (Op::CpAsyncWait(self.u32()?), vec![], vec![]),
+            C::BulkCopy => {
                 let buffer = self.buffer()?;
                 let mut args = self.index()?;
                 self.expect(',')?;
@@ -318,7 +298,7 @@ impl Parser {
                     vec![],
                 )
             }
-            "if" => {
+            C::If => {
                 let cond = self.value()?;
                 let (then, y1) = self.region()?;
                 self.keyword("else")?;
@@ -329,7 +309,7 @@ impl Parser {
                     y1.into_iter().chain(y2).collect(),
                 )
             }
-            "for" => {
+            C::For => {
                 let lo = self.value()?;
                 if !matches!(self.next()?.t, T::DotDot) {
                     self.at -= 1;
@@ -347,7 +327,7 @@ impl Parser {
                 let (body, y) = self.region()?;
                 (Op::For { body }, args, y.into_iter().collect())
             }
-            "while" => {
+            C::While => {
                 self.expect('(')?;
                 let args = self.values_until(')')?;
                 self.expect(')')?;
@@ -360,12 +340,17 @@ impl Parser {
                     y1.into_iter().chain(y2).collect(),
                 )
             }
-            "role" => {
+            C::InRole => {
                 let role = self.role_ref()?;
                 let (body, y) = self.region()?;
                 (Op::InRole { role, body }, vec![], y.into_iter().collect())
             }
-            _ => return err(mpos, format!("unknown instruction `{m}`")),
         })
+    }
+
+    /// An op whose operands are the values on its line.
+    fn plain(&mut self, op: Op) -> R<(Op, Vec<Value>, Vec<Inst>)> {
+        let args = self.values_on_line()?;
+        Ok((op, args, Vec::new()))
     }
 }
