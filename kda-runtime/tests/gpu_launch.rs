@@ -105,6 +105,37 @@ fn compiled_cluster_ids(cluster: u32, ctas: u32) -> (String, u32) {
 }
 
 #[test]
+fn borrowed_memory_and_a_callers_stream() {
+    // Another library's allocation (here one of ours, borrowed by address)
+    // and a launch on a stream given as a raw handle, as the Python
+    // bindings do with torch tensors on torch's current stream.
+    let Some(dev) = gpu() else { return };
+    let k = dev.load(&pdl_scale()).unwrap();
+    let input: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let a = dev.upload(&f32_bytes(&input)).unwrap();
+    let b = dev.alloc_zeroed(4 * N).unwrap();
+    // SAFETY: both allocations outlive the launch (synchronised below).
+    let (ea, eb) = unsafe {
+        (
+            dev.borrow_external(a.device_ptr(), a.bytes()),
+            dev.borrow_external(b.device_ptr(), b.bytes()),
+        )
+    };
+    // SAFETY: the device's own stream, live for the device's lifetime.
+    unsafe { dev.launch_on_stream(dev.cu_stream(), &k, &scale(3.0), &[&ea, &eb]) }.unwrap();
+    let got = bytes_f32(&dev.download(&eb).unwrap());
+    let want: Vec<f32> = input.iter().map(|x| 3.0 * x + 1.0).collect();
+    assert_eq!(got, want);
+    assert_eq!(bytes_f32(&dev.download(&b).unwrap()), want);
+    // A borrowed buffer too small for the tensor is refused like any other.
+    // SAFETY: never launched successfully.
+    let short = unsafe { dev.borrow_external(b.device_ptr(), 16) };
+    let err = unsafe { dev.launch_on_stream(dev.cu_stream(), &k, &scale(1.0), &[&ea, &short]) }
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::BadLaunch { .. }), "{err}");
+}
+
+#[test]
 fn persistent_grids_come_from_the_occupancy_calculator() {
     // The simulator answers its configured figure; the GPU the driver's
     // occupancy calculator, which must fit at least one cluster per 2 SMs

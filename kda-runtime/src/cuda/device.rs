@@ -23,8 +23,21 @@ const MIN_DRIVER: i32 = 12010;
 /// keep their buffers alive.
 #[derive(Clone)]
 pub struct CudaBuffer {
-    mem: Arc<CudaSlice<u8>>,
+    mem: Mem,
     bytes: usize,
+}
+
+/// Who owns a buffer's memory.
+#[derive(Clone)]
+enum Mem {
+    /// Allocated by this runtime, freed with the last clone.
+    Owned(Arc<CudaSlice<u8>>),
+    /// Memory of another library in the same context (a torch or cupy
+    /// tensor), borrowed: never freed here.
+    External {
+        ptr: sys::CUdeviceptr,
+        ctx: Arc<CudaContext>,
+    },
 }
 
 impl CudaBuffer {
@@ -32,10 +45,17 @@ impl CudaBuffer {
         self.bytes
     }
 
-    fn ptr(&self, stream: &CudaStream) -> sys::CUdeviceptr {
-        // Event tracking is off, so the returned guard records nothing.
-        let (ptr, _no_event) = self.mem.device_ptr(stream);
-        ptr
+    /// The device address.
+    pub fn device_ptr(&self) -> sys::CUdeviceptr {
+        match &self.mem {
+            // Event tracking is off, so the returned guard records nothing.
+            Mem::Owned(m) => m.device_ptr(m.stream()).0,
+            Mem::External { ptr, .. } => *ptr,
+        }
+    }
+
+    fn ptr(&self, _stream: &CudaStream) -> sys::CUdeviceptr {
+        self.device_ptr()
     }
 }
 
@@ -173,7 +193,7 @@ impl CudaDevice {
             .alloc_zeros::<u8>(bytes.max(1))
             .driver("cuMemAllocAsync", NO_KERNEL)?;
         Ok(CudaBuffer {
-            mem: Arc::new(mem),
+            mem: Mem::Owned(Arc::new(mem)),
             bytes,
         })
     }
@@ -302,7 +322,103 @@ impl CudaDevice {
     /// Whether `buf` was allocated by this device, on its stream (which orders
     /// its free after every use).
     fn owns(&self, buf: &CudaBuffer) -> bool {
-        Arc::ptr_eq(buf.mem.stream(), &self.stream)
+        match &buf.mem {
+            Mem::Owned(m) => Arc::ptr_eq(m.stream(), &self.stream),
+            Mem::External { ctx, .. } => Arc::ptr_eq(ctx, &self.ctx),
+        }
+    }
+
+    /// The device's own stream (every [`Device`] call is ordered on it).
+    pub fn cu_stream(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+
+    /// Borrow `bytes` of device memory at `ptr` that another library
+    /// allocated in this device's (primary) context, e.g. a torch tensor's
+    /// storage, as a buffer for launches. Nothing is copied or freed.
+    ///
+    /// # Safety
+    ///
+    /// `ptr .. ptr + bytes` must be device memory of this context that stays
+    /// allocated, and is not used by anything else in a conflicting way,
+    /// until every launch using the buffer (and every graph capturing one)
+    /// has finished.
+    pub unsafe fn borrow_external(&self, ptr: sys::CUdeviceptr, bytes: usize) -> CudaBuffer {
+        CudaBuffer {
+            mem: Mem::External {
+                ptr,
+                ctx: self.ctx.clone(),
+            },
+            bytes,
+        }
+    }
+
+    /// Launch on `stream`, a stream of this device's context that another
+    /// library owns (torch's current stream), instead of the device's own;
+    /// a capture running on that stream (a torch CUDA graph) records it.
+    /// The launch is checked like [`Device::launch`].
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of this device's context (or null for
+    /// the legacy default stream), and the buffers must stay valid until the
+    /// launch finishes on it.
+    pub unsafe fn launch_on_stream(
+        &self,
+        stream: sys::CUstream,
+        module: &CudaKernel,
+        cfg: &LaunchConfig,
+        tensors: &[&CudaBuffer],
+    ) -> Result<(), RuntimeError> {
+        let params = self.checked_params(module, cfg, tensors)?;
+        let kernel = &module.kernel;
+        // SAFETY: as in `launch`; the caller vouches for the stream.
+        unsafe { launch_ex(stream, module.func(), &module.dims(cfg), &params) }
+            .driver("cuLaunchKernelEx", &kernel.name)?;
+        *lock(&self.last_launch) = Some(kernel.clone());
+        Ok(())
+    }
+
+    /// Check a launch and pack its parameters: the kernel's declarations,
+    /// the module's and the buffers' device.
+    fn checked_params(
+        &self,
+        module: &CudaKernel,
+        cfg: &LaunchConfig,
+        tensors: &[&CudaBuffer],
+    ) -> Result<KernelParams, RuntimeError> {
+        let kernel = &module.kernel;
+        let sizes: Vec<usize> = tensors.iter().map(|b| b.bytes).collect();
+        check_launch(kernel, cfg, &sizes)?;
+        let foreign = |what: String| {
+            Err(RuntimeError::BadLaunch {
+                kernel: kernel.name.clone(),
+                msg: format!("{what} belongs to another device"),
+            })
+        };
+        if !Arc::ptr_eq(module.ctx(), &self.ctx) {
+            return foreign("the module".into());
+        }
+        for (b, (_, t)) in tensors.iter().zip(kernel.tensors.iter()) {
+            if !self.owns(b) {
+                return foreign(format!("the buffer of tensor `{}`", t.name));
+            }
+        }
+        let mut params =
+            KernelParams::with_capacity(tensors.len() + cfg.scalars.len() + cfg.syms.len());
+        for b in tensors {
+            params.push_u64(b.device_ptr());
+        }
+        for &s in &cfg.scalars {
+            params.push_scalar(s);
+        }
+        for &v in &cfg.syms {
+            params.push_u64(v as u64);
+        }
+        self.ctx
+            .bind_to_thread()
+            .driver("cuCtxSetCurrent", &kernel.name)?;
+        Ok(params)
     }
 
     fn last_kernel(&self) -> String {
@@ -334,7 +450,7 @@ impl Device for CudaDevice {
         };
         let mem = mem.driver("cuMemcpyHtoDAsync", NO_KERNEL)?;
         Ok(CudaBuffer {
-            mem: Arc::new(mem),
+            mem: Mem::Owned(Arc::new(mem)),
             bytes: bytes.len(),
         })
     }
@@ -349,10 +465,35 @@ impl Device for CudaDevice {
             });
         }
         // Waits for the stream: a fault of an earlier launch surfaces here.
-        let mut bytes = self
-            .stream
-            .clone_dtoh(&*buf.mem)
-            .driver("cuMemcpyDtoHAsync", &self.last_kernel())?;
+        let mut bytes = match &buf.mem {
+            Mem::Owned(m) => self
+                .stream
+                .clone_dtoh(&**m)
+                .driver("cuMemcpyDtoHAsync", &self.last_kernel())?,
+            Mem::External { ptr, .. } => {
+                let mut host = vec![0u8; buf.bytes];
+                self.ctx
+                    .bind_to_thread()
+                    .driver("cuCtxSetCurrent", NO_KERNEL)?;
+                // SAFETY: the borrowed memory holds `buf.bytes` bytes
+                // (`borrow_external`'s contract) and `host` as many; the
+                // stream is synchronised before `host` is read.
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(
+                        host.as_mut_ptr().cast(),
+                        *ptr,
+                        buf.bytes,
+                        self.stream.cu_stream(),
+                    )
+                    .result()
+                }
+                .driver("cuMemcpyDtoHAsync", &self.last_kernel())?;
+                self.stream
+                    .synchronize()
+                    .driver("cuStreamSynchronize", &self.last_kernel())?;
+                host
+            }
+        };
         bytes.truncate(buf.bytes);
         Ok(bytes)
     }
@@ -376,45 +517,22 @@ impl Device for CudaDevice {
         cfg: &LaunchConfig,
         tensors: &[&CudaBuffer],
     ) -> Result<(), RuntimeError> {
+        let params = self.checked_params(module, cfg, tensors)?;
         let kernel = &module.kernel;
-        let sizes: Vec<usize> = tensors.iter().map(|b| b.bytes).collect();
-        check_launch(kernel, cfg, &sizes)?;
-        let foreign = |what: String| {
-            Err(RuntimeError::BadLaunch {
-                kernel: kernel.name.clone(),
-                msg: format!("{what} belongs to another device"),
-            })
-        };
-        if !Arc::ptr_eq(module.ctx(), &self.ctx) {
-            return foreign("the module".into());
-        }
-        for (b, (_, t)) in tensors.iter().zip(kernel.tensors.iter()) {
-            if !self.owns(b) {
-                return foreign(format!("the buffer of tensor `{}`", t.name));
-            }
-        }
-
-        let mut params =
-            KernelParams::with_capacity(tensors.len() + cfg.scalars.len() + cfg.syms.len());
-        for b in tensors {
-            params.push_u64(b.ptr(&self.stream));
-        }
-        for &s in &cfg.scalars {
-            params.push_scalar(s);
-        }
-        for &v in &cfg.syms {
-            params.push_u64(v as u64);
-        }
-        self.ctx
-            .bind_to_thread()
-            .driver("cuCtxSetCurrent", &kernel.name)?;
         // SAFETY: the function belongs to this context (checked above) and its
         // entry takes exactly these parameters (the backend's contract, the
         // kernel's declarations checked by `check_launch`); every tensor's
         // extent fits its buffer (`check_launch`), and buffers are freed
         // stream-ordered, after the kernel.
-        unsafe { launch_ex(&self.stream, module.func(), &module.dims(cfg), &params) }
-            .driver("cuLaunchKernelEx", &kernel.name)?;
+        unsafe {
+            launch_ex(
+                self.stream.cu_stream(),
+                module.func(),
+                &module.dims(cfg),
+                &params,
+            )
+        }
+        .driver("cuLaunchKernelEx", &kernel.name)?;
         *lock(&self.last_launch) = Some(kernel.clone());
         if let Some(captured) = lock(&self.capture).as_mut() {
             captured.buffers.extend(tensors.iter().map(|&b| b.clone()));

@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::{CudaStream, DriverError, sys};
+use cudarc::driver::{DriverError, sys};
 
 use crate::launch::ScalarArg;
 
@@ -137,7 +137,7 @@ pub(crate) unsafe fn max_active_clusters(
 /// and every pointer parameter must address device memory large enough for
 /// the kernel's accesses, alive until the kernel finishes.
 pub(crate) unsafe fn launch_ex(
-    stream: &CudaStream,
+    stream: sys::CUstream,
     func: sys::CUfunction,
     dims: &LaunchDims,
     params: &KernelParams,
@@ -148,7 +148,7 @@ pub(crate) unsafe fn launch_ex(
         .map(|s| s as *const u64 as *mut c_void)
         .collect();
     let mut attrs = Attributes::of(dims);
-    let cfg = attrs.config(dims, stream.cu_stream());
+    let cfg = attrs.config(dims, stream);
     // SAFETY: `cfg`, `attrs` and the parameter slots outlive the call (the
     // driver copies them); the caller vouches for `func` and the parameters.
     unsafe { sys::cuLaunchKernelEx(&cfg, func, ptrs.as_mut_ptr(), std::ptr::null_mut()).result() }
