@@ -264,3 +264,41 @@ fn views_and_uploads_check_their_sizes() {
     let col: TensorArg<'_, SimDevice, i32, 1> = t.view([2], [2]).unwrap();
     assert_eq!(col.to_vec(&dev).unwrap(), [1, 3]);
 }
+
+#[test]
+fn the_generated_tensors_struct_owns_and_lends() {
+    // `scaled::Tensors` owns one DeviceTensor per tensor parameter; `args`
+    // lends them all, and struct update syntax swaps one for a view.
+    let s = setup(2);
+    let t = scaled::Tensors::<SimDevice, f32> {
+        x: s.x,
+        bias: Some(s.bias),
+        y: s.y,
+    };
+    let module = s.dev.load(&scaled::<f32>(true)).unwrap();
+    t.args(0.5)
+        .launch(&s.dev, &module, Launch::grid([2, 1, 1]))
+        .unwrap();
+    let y = t.y.to_vec(&s.dev).unwrap();
+    assert_eq!(y[33], 0.5 * 33.0 - 1.0);
+    // Row 1 of x as a one-row view: y's rows disagree with it.
+    let row = t.x.view([1, 32], [32, 1]).unwrap();
+    let e = scaled::Args {
+        x: row,
+        ..t.args(1.0)
+    }
+    .launch(&s.dev, &module, Launch::grid([2, 1, 1]));
+    let (param, why) = issue(e.unwrap_err());
+    assert_eq!(param, "y");
+    assert!(
+        matches!(
+            why,
+            ArgIssue::Symbol {
+                got: 2,
+                bound: 1,
+                ..
+            }
+        ),
+        "{why:?}"
+    );
+}

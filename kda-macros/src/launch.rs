@@ -62,6 +62,10 @@ pub fn module(
     let mut fields = Vec::new();
     let mut tensors = Vec::new();
     let mut scalars = Vec::new();
+    // The owning `Tensors` struct: its fields, and how `args` fills `Args`.
+    let mut owned = Vec::new();
+    let mut borrow = Vec::new();
+    let mut scalar_params = Vec::new();
     for p in params {
         let id = Ident::new(&p.ident.to_string(), call);
         let name = p.ident.to_string();
@@ -90,6 +94,20 @@ pub fn module(
                     doc.push_str(&format!(", aligned to {}", quote!(#a)));
                 }
                 let ty = quote!(#rt::TensorArg<'a, #d, #elem, #rank>);
+                let owned_ty = quote!(#rt::DeviceTensor<#d, #elem, #rank>);
+                if t.when.is_some() {
+                    owned.push(quote! {
+                        #[doc = #doc]
+                        pub #id: ::core::option::Option<#owned_ty>,
+                    });
+                    borrow.push(quote!(#id: self.#id.as_ref().map(|t| t.arg()),));
+                } else {
+                    owned.push(quote! {
+                        #[doc = #doc]
+                        pub #id: #owned_ty,
+                    });
+                    borrow.push(quote!(#id: self.#id.arg(),));
+                }
                 if t.when.is_some() {
                     doc.push_str("; `Some` only where the kernel's `#[when]` condition holds");
                     fields.push(quote! {
@@ -113,6 +131,8 @@ pub fn module(
                     pub #id: #ty,
                 });
                 scalars.push(quote!((#name, #rt::typed::IntoScalarArg::into_scalar_arg(self.#id))));
+                borrow.push(quote!(#id,));
+                scalar_params.push(quote!(#id: #ty));
             }
         }
     }
@@ -122,6 +142,9 @@ pub fn module(
     let args_doc = format!(
         "The arguments of one `{ident}` launch, checked against the loaded kernel's declarations by name."
     );
+    let tensors_doc = format!(
+        "The device tensors of a `{ident}` launch, owned (uploaded with `DeviceTensor::upload`, `zeros`, ..)."
+    );
     quote! {
         #[doc = #doc]
         #[allow(non_snake_case, dead_code)]
@@ -129,6 +152,27 @@ pub fn module(
             #[doc = #args_doc]
             pub struct Args<'a, #d: #rt::Device, #(#type_params: #rt::TensorType),*> {
                 #(#fields)*
+            }
+
+            impl<'a, #d: #rt::Device, #(#type_params: #rt::TensorType),*> ::core::clone::Clone for Args<'a, #d, #(#type_params),*> {
+                fn clone(&self) -> Self {
+                    *self
+                }
+            }
+
+            impl<'a, #d: #rt::Device, #(#type_params: #rt::TensorType),*> ::core::marker::Copy for Args<'a, #d, #(#type_params),*> {}
+
+            #[doc = #tensors_doc]
+            pub struct Tensors<#d: #rt::Device, #(#type_params: #rt::TensorType),*> {
+                #(#owned)*
+            }
+
+            impl<#d: #rt::Device, #(#type_params: #rt::TensorType),*> Tensors<#d, #(#type_params),*> {
+                /// The launch arguments: every tensor whole, with these scalars
+                /// (struct update syntax replaces some: `Args { x: view, ..t.args() }`).
+                pub fn args(&self, #(#scalar_params),*) -> Args<'_, #d, #(#type_params),*> {
+                    Args { #(#borrow)* }
+                }
             }
 
             impl<'a, #d: #rt::Device, #(#type_params: #rt::TensorType),*> Args<'a, #d, #(#type_params),*> {

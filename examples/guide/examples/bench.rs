@@ -5,7 +5,8 @@
 //! `cargo run --release -p guide --example bench`; without a GPU it says so
 //! and exits 0.
 
-use guide::host::{Problem, Tensors};
+use guide::host::{Problem, upload};
+use guide::step_5::ema_step::Args;
 use kda::runtime::cuda::{gpu_or_skip, median};
 use kda::runtime::{Device, Graph};
 
@@ -34,16 +35,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .collect();
             let bufs = layers
                 .iter()
-                .map(|p| Tensors::upload(&dev, p))
+                .map(|p| upload(&dev, p))
                 .collect::<Result<Vec<_>, _>>()?;
             for pdl in [false, true] {
                 let graph = Graph::capture(&dev, |dev| {
                     for l in 0..LAYERS {
                         // x of layer l = y of layer l − 1
                         let x = if l > 0 { &bufs[l - 1].y } else { &bufs[0].x };
-                        bufs[l]
-                            .args(x)
-                            .launch(dev, &module, layers[l].launch(pdl))?;
+                        let args = Args {
+                            x: x.arg(),
+                            ..bufs[l].args()
+                        };
+                        args.launch(dev, &module, layers[l].launch(pdl))?;
                     }
                     Ok(())
                 })?;

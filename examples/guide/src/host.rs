@@ -5,9 +5,9 @@
 use kda::ir::Kernel;
 use kda::runtime::{Device, DeviceTensor, Launch, RuntimeError};
 
-// Arguments bind to the loaded kernel by name, so step 5's `Args` launch the
-// kernel of every step (all five share the signature).
-use crate::step_5::ema_step::Args;
+// Arguments bind to the loaded kernel by name, so step 5's `Tensors` and
+// `Args` launch the kernel of every step (all five share the signature).
+use crate::step_5::ema_step::Tensors;
 
 /// One launch's inputs: `rows` requests of `channels` channels, each
 /// request updating the state in its cache slot.
@@ -72,43 +72,17 @@ impl Problem {
     }
 }
 
-/// The kernel's tensors on a device.
-pub struct Tensors<D: Device> {
-    pub x: DeviceTensor<D, f32, 2>,
-    pub w: DeviceTensor<D, f32, 1>,
-    pub b: DeviceTensor<D, f32, 1>,
-    pub slots: DeviceTensor<D, i32, 1>,
-    pub state: DeviceTensor<D, f32, 2>,
-    pub y: DeviceTensor<D, f32, 2>,
-}
-
-impl<D: Device> Tensors<D> {
-    pub fn upload(dev: &D, p: &Problem) -> Result<Self, RuntimeError> {
-        let n = p.channels;
-        Ok(Tensors {
-            x: DeviceTensor::upload(dev, &p.x, [p.rows, n])?,
-            w: DeviceTensor::upload(dev, &p.w, [n])?,
-            b: DeviceTensor::upload(dev, &p.b, [n])?,
-            slots: DeviceTensor::upload(dev, &p.slots, [p.rows])?,
-            state: DeviceTensor::upload(dev, &p.state, [p.rows + 1, n])?,
-            y: DeviceTensor::zeros(dev, [p.rows, n])?,
-        })
-    }
-
-    /// The launch's arguments, with `x` from these tensors or, in a chain
-    /// of layers, the previous layer's `y`.
-    pub fn args<'a>(&'a self, x: &'a DeviceTensor<D, f32, 2>) -> Args<'a, D> {
-        let (w, b, slots) = (self.w.arg(), self.b.arg(), self.slots.arg());
-        let (state, y) = (self.state.arg(), self.y.arg());
-        Args {
-            x: x.arg(),
-            w,
-            b,
-            slots,
-            state,
-            y,
-        }
-    }
+/// The kernel's tensors on `dev`: `ema_step::Tensors`, generated with `Args`.
+pub fn upload<D: Device>(dev: &D, p: &Problem) -> Result<Tensors<D>, RuntimeError> {
+    let n = p.channels;
+    Ok(Tensors {
+        x: DeviceTensor::upload(dev, &p.x, [p.rows, n])?,
+        w: DeviceTensor::upload(dev, &p.w, [n])?,
+        b: DeviceTensor::upload(dev, &p.b, [n])?,
+        slots: DeviceTensor::upload(dev, &p.slots, [p.rows])?,
+        state: DeviceTensor::upload(dev, &p.state, [p.rows + 1, n])?,
+        y: DeviceTensor::zeros(dev, [p.rows, n])?,
+    })
 }
 
 /// Run one step of `kernel` on `dev`; returns `(state, y)`.
@@ -118,8 +92,8 @@ pub fn run<D: Device>(
     p: &Problem,
 ) -> Result<(Vec<f32>, Vec<f32>), RuntimeError> {
     let module = dev.load(kernel)?;
-    let t = Tensors::upload(dev, p)?;
-    t.args(&t.x).launch(dev, &module, p.launch(false))?;
+    let t = upload(dev, p)?;
+    t.args().launch(dev, &module, p.launch(false))?;
     Ok((t.state.to_vec(dev)?, t.y.to_vec(dev)?))
 }
 

@@ -2,7 +2,8 @@
 //! the float64 reference, and a PDL chain of two layers captured in a graph.
 //! Skips (printing why) where there is no CUDA driver.
 
-use guide::host::{Problem, Tensors, max_error, run};
+use guide::host::{Problem, max_error, run, upload};
+use guide::step_5::ema_step::Args;
 use kda::runtime::cuda::gpu_or_skip;
 use kda::runtime::{Device, Graph};
 
@@ -34,11 +35,15 @@ fn a_pdl_chain_in_a_graph() {
     let module = dev.load(&kernel).unwrap();
     let first = Problem::new(128, 64, 1);
     let mut second = Problem::new(128, 64, 2);
-    let one = Tensors::upload(&dev, &first).unwrap();
-    let two = Tensors::upload(&dev, &second).unwrap();
+    let one = upload(&dev, &first).unwrap();
+    let two = upload(&dev, &second).unwrap();
     let graph = Graph::capture(&dev, |dev| {
-        one.args(&one.x).launch(dev, &module, first.launch(true))?;
-        two.args(&one.y).launch(dev, &module, second.launch(true))
+        one.args().launch(dev, &module, first.launch(true))?;
+        Args {
+            x: one.y.arg(),
+            ..two.args()
+        }
+        .launch(dev, &module, second.launch(true))
     })
     .unwrap();
     graph.replay().unwrap();

@@ -2,7 +2,8 @@
 //! reference; the last one also under random warp interleavings and in a
 //! PDL chain.
 
-use guide::host::{Problem, Tensors, max_error, run};
+use guide::host::{Problem, max_error, run, upload};
+use guide::step_5::ema_step::Args;
 use kda::ir::Kernel;
 use kda::runtime::{Device, SimDevice, SimOptions};
 
@@ -52,14 +53,17 @@ fn a_pdl_chain_of_two_layers() {
     let module = dev.load(&kernel).unwrap();
     let first = Problem::new(4, 64, 1);
     let mut second = Problem::new(4, 64, 2);
-    let one = Tensors::upload(&dev, &first).unwrap();
-    let two = Tensors::upload(&dev, &second).unwrap();
-    one.args(&one.x)
+    let one = upload(&dev, &first).unwrap();
+    let two = upload(&dev, &second).unwrap();
+    one.args()
         .launch(&dev, &module, first.launch(true))
         .unwrap();
-    two.args(&one.y)
-        .launch(&dev, &module, second.launch(true))
-        .unwrap();
+    Args {
+        x: one.y.arg(),
+        ..two.args()
+    }
+    .launch(&dev, &module, second.launch(true))
+    .unwrap();
     dev.synchronize().unwrap();
 
     let (_, y1) = first.reference();
