@@ -79,7 +79,7 @@ fn a_bench_file_makes_the_table_of_its_fastest_schedules() {
 #[test]
 fn help_and_bad_flags() {
     let out = kda_split(&["autotune", "--help"]).expect_ok();
-    assert!(out.stdout.contains("usage: kda-split autotune"), "{out}");
+    assert!(out.stdout.contains("Usage: kda-split autotune"), "{out}");
     for flag in ["--full", "--bogus"] {
         let out = kda_split(&["autotune", flag]).expect_code(4);
         assert!(out.stderr.contains(flag), "{out}");
