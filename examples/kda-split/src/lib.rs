@@ -1,9 +1,7 @@
 //! KdaSplit, the fused KDA decode / spec-verify kernel, on the host side: its
 //! configuration, arguments and their contract, a float64 reference, a seeded
 //! case generator, and the safetensors case files that carry cases between
-//! tools (spec: `../shared/spec/KDA.md`). What other kernels share with it
-//! lives in `kda-host` (host side) and `kda-std` (traced fragments); the
-//! modules here re-export those parts at their old paths.
+//! tools (spec: `../shared/spec/KDA.md`).
 
 pub mod args;
 pub mod bench;
@@ -13,9 +11,9 @@ pub mod config;
 pub mod generator;
 pub mod kernel;
 pub mod reference;
-pub use kda_host::round;
+pub mod round;
 pub mod run;
-pub use kda_host::testing;
+pub mod testing;
 pub mod tuned;
 pub mod validate;
 

@@ -17,9 +17,13 @@
 //! as 0). When none fits, or the table is empty, the seed's defaults (schedule
 //! zeros) stand.
 
+mod layout;
+
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+use thiserror::Error;
 
 use crate::config::{ConfigError, GateMode, KdaConfig, Schedule};
 
@@ -27,18 +31,21 @@ use crate::config::{ConfigError, GateMode, KdaConfig, Schedule};
 pub const TUNED_JSON: &str = include_str!("../tuned.json");
 
 /// One schedule measured at a point.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
     /// `[early, lanes, occupancy, cluster, evict]`, lanes and cluster explicit.
     pub schedule: [u32; 5],
+    #[serde(serialize_with = "round3")]
     pub us_per_step: f64,
     /// How it was timed: `full` (a finalist, the whole budget), `search` (the
     /// short timing of the search), `bench` (a `kda-split bench` run).
+    #[serde(default = "full_timing")]
     pub timing: String,
 }
 
 /// One measured point of the table.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "PointFile", into = "PointFile")]
 pub struct TunedPoint {
     pub heads: u32,
     pub batch: u32,
@@ -67,10 +74,84 @@ impl TunedPoint {
     }
 }
 
+/// A point as the file holds it: the fields in the order written, the
+/// speedup over the seed's defaults for the reader (recomputed on writing,
+/// never read), the notes among the fields.
+#[derive(Serialize, Deserialize)]
+struct PointFile {
+    heads: u32,
+    batch: u32,
+    tokens: u32,
+    schedule: [u32; 5],
+    #[serde(serialize_with = "round3")]
+    us_per_step: f64,
+    #[serde(default, serialize_with = "round3_opt")]
+    seed_us_per_step: Option<f64>,
+    #[serde(default, serialize_with = "round3_opt")]
+    speedup: Option<f64>,
+    #[serde(flatten)]
+    notes: Map<String, Value>,
+    #[serde(default)]
+    measured: Vec<Measured>,
+}
+
+/// A point of no heads, requests or tokens.
+#[derive(Debug, Error)]
+#[error(
+    "heads, batch and tokens must be positive; got heads {heads}, batch {batch}, tokens {tokens}"
+)]
+pub struct EmptyPoint {
+    pub heads: u32,
+    pub batch: u32,
+    pub tokens: u32,
+}
+
+impl TryFrom<PointFile> for TunedPoint {
+    type Error = EmptyPoint;
+
+    fn try_from(p: PointFile) -> Result<Self, Self::Error> {
+        if p.heads == 0 || p.batch == 0 || p.tokens == 0 {
+            return Err(EmptyPoint {
+                heads: p.heads,
+                batch: p.batch,
+                tokens: p.tokens,
+            });
+        }
+        Ok(TunedPoint {
+            heads: p.heads,
+            batch: p.batch,
+            tokens: p.tokens,
+            schedule: p.schedule,
+            us_per_step: p.us_per_step,
+            seed_us_per_step: p.seed_us_per_step,
+            measured: p.measured,
+            notes: p.notes,
+        })
+    }
+}
+
+impl From<TunedPoint> for PointFile {
+    fn from(p: TunedPoint) -> Self {
+        PointFile {
+            heads: p.heads,
+            batch: p.batch,
+            tokens: p.tokens,
+            schedule: p.schedule,
+            us_per_step: p.us_per_step,
+            seed_us_per_step: p.seed_us_per_step,
+            speedup: p.seed_us_per_step.map(|s| s / p.us_per_step),
+            notes: p.notes,
+            measured: p.measured,
+        }
+    }
+}
+
 /// The whole table.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TunedTable {
-    /// `source`, `device`, `gpu`, `driver`, `date`, ...: everything but the points.
+    /// `source`, `device`, `gpu`, `driver`, `date`, ...: everything but the
+    /// points (written first, in key order).
+    #[serde(flatten)]
     pub meta: Map<String, Value>,
     pub points: Vec<TunedPoint>,
 }
@@ -83,35 +164,8 @@ pub struct Tuned {
     pub point: Option<TunedPoint>,
 }
 
-fn schedule_of(v: &Value) -> Option<[u32; 5]> {
-    let a = v.as_array()?;
-    if a.len() != 5 {
-        return None;
-    }
-    let mut s = [0; 5];
-    for (d, x) in s.iter_mut().zip(a) {
-        *d = u32::try_from(x.as_u64()?).ok()?;
-    }
-    Some(s)
-}
-
-fn u32_of(v: &Value, key: &str) -> Result<u32, String> {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .and_then(|x| u32::try_from(x).ok())
-        .ok_or_else(|| format!("`{key}` is not a non-negative integer"))
-}
-
-fn f64_of(v: &Value, key: &str) -> Result<f64, String> {
-    v.get(key)
-        .and_then(Value::as_f64)
-        .ok_or_else(|| format!("`{key}` is not a number"))
-}
-
-fn sched_of(v: &Value, key: &str) -> Result<[u32; 5], String> {
-    v.get(key)
-        .and_then(schedule_of)
-        .ok_or_else(|| format!("`{key}` is not five non-negative integers"))
+fn full_timing() -> String {
+    "full".into()
 }
 
 /// `ln(a / b)`, the distance of the lookups.
@@ -129,138 +183,21 @@ fn nearest(values: impl Iterator<Item = u32>, want: u32) -> Option<u32> {
 }
 
 /// Three decimals are plenty for µs (and keep the file readable).
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
+fn round3<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((x * 1000.0).round() / 1000.0)
 }
 
-impl Measured {
-    fn parse(v: &Value) -> Result<Measured, String> {
-        Ok(Measured {
-            schedule: sched_of(v, "schedule")?,
-            us_per_step: f64_of(v, "us_per_step")?,
-            timing: v
-                .get("timing")
-                .and_then(Value::as_str)
-                .unwrap_or("full")
-                .to_string(),
-        })
-    }
-
-    /// One line: `{"schedule": [3,16,0,2,0], "us_per_step": 32.0, "timing": "full"}`.
-    fn line(&self) -> String {
-        format!(
-            "{{\"schedule\": {}, \"us_per_step\": {}, \"timing\": {}}}",
-            json!(self.schedule),
-            json!(round3(self.us_per_step)),
-            json!(self.timing)
-        )
-    }
-}
-
-impl TunedPoint {
-    fn parse(v: &Value) -> Result<TunedPoint, String> {
-        let mut notes = v.as_object().ok_or("a point is not an object")?.clone();
-        for key in [
-            "heads",
-            "batch",
-            "tokens",
-            "schedule",
-            "us_per_step",
-            "seed_us_per_step",
-            "speedup",
-            "measured",
-        ] {
-            notes.remove(key);
-        }
-        let measured = match v.get("measured") {
-            None => Vec::new(),
-            Some(m) => m
-                .as_array()
-                .ok_or("`measured` is not a list")?
-                .iter()
-                .map(Measured::parse)
-                .collect::<Result<_, _>>()?,
-        };
-        let (heads, batch, tokens) = (
-            u32_of(v, "heads")?,
-            u32_of(v, "batch")?,
-            u32_of(v, "tokens")?,
-        );
-        if heads == 0 || batch == 0 || tokens == 0 {
-            return Err("heads, batch and tokens must be positive".into());
-        }
-        Ok(TunedPoint {
-            heads,
-            batch,
-            tokens,
-            schedule: sched_of(v, "schedule")?,
-            us_per_step: f64_of(v, "us_per_step")?,
-            seed_us_per_step: v.get("seed_us_per_step").and_then(Value::as_f64),
-            measured,
-            notes,
-        })
-    }
-
-    /// The point as JSON, `measured` one schedule a line.
-    fn write(&self, out: &mut String) {
-        let head = json!({
-            "heads": self.heads,
-            "batch": self.batch,
-            "tokens": self.tokens,
-        });
-        let mut fields = vec![
-            ("schedule", json!(self.schedule)),
-            ("us_per_step", json!(round3(self.us_per_step))),
-            ("seed_us_per_step", json!(self.seed_us_per_step.map(round3))),
-            (
-                "speedup",
-                json!(self.seed_us_per_step.map(|s| round3(s / self.us_per_step))),
-            ),
-        ];
-        fields.extend(self.notes.iter().map(|(k, v)| (k.as_str(), v.clone())));
-        let line = |k: &str, v: &Value| format!("\"{k}\": {v}");
-        *out += &format!(
-            "    {{\n      {},\n",
-            ["heads", "batch", "tokens"]
-                .iter()
-                .map(|k| line(k, &head[*k]))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        for (k, v) in &fields {
-            *out += &format!("      {},\n", line(k, v));
-        }
-        *out += "      \"measured\": [";
-        let rows: Vec<String> = self
-            .measured
-            .iter()
-            .map(|m| format!("\n        {}", m.line()))
-            .collect();
-        *out += &rows.join(",");
-        *out += if rows.is_empty() {
-            "]\n"
-        } else {
-            "\n      ]\n"
-        };
-        *out += "    }";
+fn round3_opt<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => round3(x, s),
+        None => s.serialize_none(),
     }
 }
 
 impl TunedTable {
     /// Parse a table (the format [`TunedTable::to_json_string`] writes).
-    pub fn parse(text: &str) -> Result<TunedTable, String> {
-        let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        let mut meta = doc.as_object().ok_or("the table is not an object")?.clone();
-        let points = meta
-            .remove("points")
-            .ok_or("no `points`")?
-            .as_array()
-            .ok_or("`points` is not a list")?
-            .iter()
-            .enumerate()
-            .map(|(i, p)| TunedPoint::parse(p).map_err(|e| format!("point {i}: {e}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(TunedTable { meta, points })
+    pub fn parse(text: &str) -> Result<TunedTable, serde_json::Error> {
+        serde_json::from_str(text)
     }
 
     /// The checked-in table (`tuned.json`). A table that does not parse
@@ -272,23 +209,15 @@ impl TunedTable {
     }
 
     /// The table as JSON: the metadata, then one point after another with
-    /// its measured schedules one a line.
-    pub fn to_json_string(&self) -> String {
-        let mut out = String::from("{\n");
-        for (k, v) in &self.meta {
-            out += &format!("  {}: {},\n", Value::from(k.as_str()), v);
-        }
-        out += "  \"points\": [";
-        for (i, p) in self.points.iter().enumerate() {
-            out += if i == 0 { "\n" } else { ",\n" };
-            p.write(&mut out);
-        }
-        out += if self.points.is_empty() {
-            "]\n}\n"
-        } else {
-            "\n  ]\n}\n"
-        };
-        out
+    /// its measured schedules one a line ([`layout`]).
+    pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+        let mut out = Vec::new();
+        let mut ser =
+            serde_json::Serializer::with_formatter(&mut out, layout::TableLayout::default());
+        self.serialize(&mut ser)?;
+        out.push(b'\n');
+        // The serializer writes only UTF-8.
+        Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// A metadata string (`device`, `date`, `source`, ...).
@@ -408,6 +337,8 @@ impl KdaConfig {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     /// `t`'s lookup for a launch (bias on) of the seed's default schedule.
@@ -501,7 +432,7 @@ mod tests {
         let mut t = table();
         t.meta.insert("source".into(), json!("a test"));
         t.points[0].notes.insert("candidates".into(), json!(61));
-        let text = t.to_json_string();
+        let text = t.to_json_string().unwrap();
         assert_eq!(TunedTable::parse(&text).unwrap(), t, "{text}");
         assert!(
             text.contains(
@@ -509,8 +440,18 @@ mod tests {
             ),
             "{text}"
         );
-        let empty = TunedTable::default().to_json_string();
+        let empty = TunedTable::default().to_json_string().unwrap();
         assert_eq!(TunedTable::parse(&empty).unwrap(), TunedTable::default());
+    }
+
+    #[test]
+    fn the_checked_in_table_is_written_back_byte_for_byte() {
+        let t = TunedTable::parse(TUNED_JSON).unwrap();
+        assert_eq!(t.to_json_string().unwrap(), TUNED_JSON);
+        // No heads, requests or tokens: not a point.
+        let zero = TUNED_JSON.replacen("\"heads\": 12,", "\"heads\": 0,", 1);
+        let e = TunedTable::parse(&zero).unwrap_err();
+        assert!(e.to_string().contains("must be positive"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,9 @@ use kda_ir::Scalar;
 use kda_runtime::{
     CudaDevice, CudaKernel, Device, Graph, LaunchConfig, RuntimeError, cuda::KernelResources,
 };
+use serde::{Deserialize, Serialize};
 
+use super::error::StepMismatch;
 use super::kernels::{copy_kernel, copy_launch, copy_tile, empty_kernel, fill, fill_kernel};
 use super::workload::Workload;
 use crate::args::KdaArgs;
@@ -27,7 +29,7 @@ pub struct Budget {
 }
 
 /// Per-unit times (one copy, one node, one step) over the timed replays.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
     pub median_us: f64,
     pub p10_us: f64,
@@ -35,6 +37,7 @@ pub struct Timing {
     /// Timed replays.
     pub replays: usize,
     /// Units (launches) per replay.
+    #[serde(rename = "units_per_replay")]
     pub units: usize,
 }
 
@@ -86,14 +89,15 @@ pub fn tbps(bytes: usize, us: f64) -> f64 {
     bytes as f64 / (us * 1e-6) / 1e12
 }
 
-/// One copy measurement.
-#[derive(Clone, Debug)]
+/// One copy measurement (fields in the bench file's key order).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CopyRow {
-    pub name: String,
     /// Bytes read + bytes written per copy.
+    #[serde(rename = "bytes_moved")]
     pub bytes: usize,
-    pub timing: Timing,
+    pub name: String,
     pub tbps: f64,
+    pub timing: Timing,
     /// The copy reproduced its source exactly (checked on a 16 MiB buffer).
     pub verified: bool,
 }
@@ -229,20 +233,19 @@ pub struct KdaMeasure {
     pub resources: KernelResources,
     /// Output elements not finite or never written after the timed replays.
     pub bad_outputs: usize,
-    /// The first step against the float64 reference, if checked: `Err` holds
-    /// the comparison report.
-    pub check: Option<Result<(), String>>,
+    /// The first step against the float64 reference, if checked.
+    pub check: Option<Result<(), StepMismatch>>,
 }
 
 /// Step 0's results against the reference of its arguments.
-fn check_step(cfg: &KdaConfig, args: &KdaArgs, actual: &Actual) -> Result<(), String> {
+fn check_step(cfg: &KdaConfig, args: &KdaArgs, actual: &Actual) -> Result<(), StepMismatch> {
     let expected =
-        reference(cfg, args, RawGateOrder::Exact).map_err(|e| format!("invalid launch: {e:?}"))?;
+        reference(cfg, args, RawGateOrder::Exact).map_err(StepMismatch::InvalidLaunch)?;
     let report = compare(cfg, args, actual, &expected);
     if report.passed() {
         Ok(())
     } else {
-        Err(report.to_string())
+        Err(StepMismatch::Report(Box::new(report)))
     }
 }
 

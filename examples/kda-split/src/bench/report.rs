@@ -1,44 +1,13 @@
 //! The benchmark's results: one row per (point, schedule), the targets of
 //! the issue, markdown tables and the JSON file.
 
-use serde_json::{Value as Json, json};
+mod json;
 
-use super::gpu::{CopyRow, FloorRow, KdaMeasure, Timing, tbps};
+pub use super::schedule::Candidate;
+pub use json::{BenchFile, FloorJson, OptionsJson, ResolvedJson, RowJson, Status, TargetJson};
+
+use super::gpu::{CopyRow, FloorRow, KdaMeasure, tbps};
 use super::workload::Point;
-use crate::config::KdaConfig;
-
-/// A schedule to try: a label and the raw `(early, lanes, occupancy[,
-/// cluster[, evict]])` of `KdaConfig::new`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    pub label: String,
-    pub raw: Vec<u32>,
-}
-
-impl Candidate {
-    pub fn new(label: &str, raw: &[u32]) -> Candidate {
-        Candidate {
-            label: label.to_string(),
-            raw: raw.to_vec(),
-        }
-    }
-
-    /// `auto`: the tuned table's schedule, resolved per point by [`Candidate::at`].
-    pub fn auto() -> Candidate {
-        Candidate::new("auto", &[])
-    }
-
-    /// This schedule at `point`: `auto` becomes the tuned table's schedule
-    /// there (gate mode 0, `KdaConfig::tuned`), anything else stays as it is.
-    pub fn at(&self, point: &Point) -> Candidate {
-        if self.label != "auto" || !self.raw.is_empty() {
-            return self.clone();
-        }
-        let raw = KdaConfig::tuned(point.heads, point.batch, 0, true, point.tokens)
-            .map_or([0, 0, 0, 0, 0], |c| c.schedule.raw());
-        Candidate::new("auto", &raw)
-    }
-}
 
 /// The schedule a configuration resolves to (defaults applied, every value
 /// explicit): `KdaConfig::resolved_schedule`.
@@ -85,7 +54,7 @@ pub struct Results {
     pub copy: Vec<CopyRow>,
     pub floor: Vec<FloorRow>,
     pub rows: Vec<Row>,
-    pub options: Json,
+    pub options: OptionsJson,
     pub seconds: f64,
 }
 
@@ -315,16 +284,6 @@ fn schedule_text(row: &Row) -> String {
     }
 }
 
-fn timing_json(t: &Timing) -> Json {
-    json!({
-        "median_us": t.median_us,
-        "p10_us": t.p10_us,
-        "p90_us": t.p90_us,
-        "replays": t.replays,
-        "units_per_replay": t.units,
-    })
-}
-
 /// The markdown report.
 pub fn markdown(results: &Results) -> String {
     let mut s = String::new();
@@ -437,102 +396,106 @@ pub fn markdown(results: &Results) -> String {
     s
 }
 
-/// The JSON document.
-pub fn to_json(results: &Results) -> Json {
+/// The JSON document, stamped with the time now.
+pub fn to_json(results: &Results) -> BenchFile {
     let ceiling = results.ceiling_tbps();
-    let rows: Vec<Json> = results
-        .rows
-        .iter()
-        .map(|r| {
-            let mut j = json!({
-                "heads": r.point.heads,
-                "batch": r.point.batch,
-                "tokens": r.point.tokens,
-                "schedule": r.candidate.label,
-                "schedule_raw": r.candidate.raw,
-                "state_bytes_per_step": r.point.state_bytes_per_step(),
-                "slot_groups": r.groups,
-                "steps_per_graph": r.steps,
-            });
-            if let Some(res) = r.resolved {
-                j["resolved"] = json!({
-                    "early": res.early, "lanes": res.lanes, "occupancy": res.occupancy,
-                    "cluster": res.cluster, "evict": res.evict,
-                });
-            }
-            match &r.outcome {
-                Outcome::Measured(m) => {
-                    let us = m.timing.median_us;
-                    let bw = tbps(r.point.state_bytes_per_step(), us);
-                    j["status"] = json!(if m.bad_outputs == 0 {
-                        "ok"
-                    } else {
-                        "bad_output"
-                    });
-                    j["timing"] = timing_json(&m.timing);
-                    j["us_per_step"] = json!(us);
-                    j["state_tbps"] = json!(bw);
-                    j["fraction_of_copy"] = json!(ceiling.map(|c| bw / c));
-                    j["bad_outputs"] = json!(m.bad_outputs);
-                    j["registers"] = json!(m.resources.registers);
-                    j["local_bytes"] = json!(m.resources.local_bytes);
-                    j["dyn_smem_bytes"] = json!(m.resources.dyn_smem_bytes);
-                }
-                Outcome::Skipped(why) => {
-                    j["status"] = json!("skipped");
-                    j["reason"] = json!(why);
-                }
-                Outcome::Failed(e) => {
-                    j["status"] = json!("failed");
-                    j["error"] = json!(e);
-                }
-            }
-            j
-        })
-        .collect();
-    let targets: Vec<Json> = results
+    let rows = results.rows.iter().map(|r| row_json(r, ceiling)).collect();
+    let targets = results
         .points()
         .iter()
         .flat_map(|p| {
             let best = results.best(p);
             let (default_name, default) = results.default_row(p).unzip();
-            goals(p)
-                .into_iter()
-                .map(|g| {
-                    let d = evaluate(results, g, default, false);
-                    let b = evaluate(results, g, best, true);
-                    json!({
-                        "heads": p.heads, "batch": p.batch, "tokens": p.tokens,
-                        "target": g.describe(),
-                        "default": d.text, "default_ratio": d.ratio, "default_pass": d.pass,
-                        "default_schedule": default_name,
-                        "best": b.text, "best_ratio": b.ratio, "best_pass": b.pass,
-                        "best_schedule": best.map(|r| r.candidate.label.clone()),
-                        "best_us": best.and_then(Row::us),
-                    })
-                })
-                .collect::<Vec<_>>()
+            goals(p).into_iter().map(move |g| {
+                let d = evaluate(results, g, default, false);
+                let b = evaluate(results, g, best, true);
+                TargetJson {
+                    batch: p.batch,
+                    best: b.text,
+                    best_pass: b.pass,
+                    best_ratio: b.ratio,
+                    best_schedule: best.map(|r| r.candidate.label.clone()),
+                    best_us: best.and_then(Row::us),
+                    default: d.text,
+                    default_pass: d.pass,
+                    default_ratio: d.ratio,
+                    default_schedule: default_name.map(str::to_string),
+                    heads: p.heads,
+                    target: g.describe(),
+                    tokens: p.tokens,
+                }
+            })
         })
         .collect();
-    json!({
-        "device": results.device,
-        "l2_bytes": results.l2_bytes,
-        "unix_time": std::time::SystemTime::now()
+    BenchFile {
+        copy: results.copy.clone(),
+        copy_ceiling_tbps: ceiling,
+        device: Some(results.device.clone()),
+        floor: results
+            .floor
+            .iter()
+            .map(|f| FloorJson {
+                block: f.block,
+                cluster: f.cluster,
+                grid: f.grid,
+                name: f.name.clone(),
+                pdl: f.pdl,
+                timing: f.timing,
+                us_per_node: f.timing.median_us,
+            })
+            .collect(),
+        l2_bytes: results.l2_bytes,
+        options: results.options.clone(),
+        rows,
+        seconds: results.seconds,
+        targets,
+        unix_time: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-        "seconds": results.seconds,
-        "options": results.options,
-        "copy": results.copy.iter().map(|c| json!({
-            "name": c.name, "bytes_moved": c.bytes, "tbps": c.tbps,
-            "verified": c.verified, "timing": timing_json(&c.timing),
-        })).collect::<Vec<_>>(),
-        "copy_ceiling_tbps": ceiling,
-        "floor": results.floor.iter().map(|f| json!({
-            "name": f.name, "grid": f.grid, "block": f.block, "cluster": f.cluster,
-            "pdl": f.pdl, "us_per_node": f.timing.median_us, "timing": timing_json(&f.timing),
-        })).collect::<Vec<_>>(),
-        "rows": rows,
-        "targets": targets,
-    })
+    }
+}
+
+/// One row of the JSON document; `ceiling` in TB/s.
+fn row_json(r: &Row, ceiling: Option<f64>) -> RowJson {
+    let mut j = RowJson {
+        batch: r.point.batch,
+        heads: r.point.heads,
+        resolved: r.resolved.map(ResolvedJson::from),
+        schedule: r.candidate.label.clone(),
+        schedule_raw: r.candidate.raw.clone(),
+        slot_groups: r.groups,
+        state_bytes_per_step: r.point.state_bytes_per_step(),
+        steps_per_graph: r.steps,
+        tokens: r.point.tokens,
+        ..RowJson::default()
+    };
+    match &r.outcome {
+        Outcome::Measured(m) => {
+            let us = m.timing.median_us;
+            let bw = tbps(r.point.state_bytes_per_step(), us);
+            j.status = Some(if m.bad_outputs == 0 {
+                Status::Ok
+            } else {
+                Status::BadOutput
+            });
+            j.timing = Some(m.timing);
+            j.us_per_step = Some(us);
+            j.state_tbps = Some(bw);
+            j.fraction_of_copy = Some(ceiling.map(|c| bw / c));
+            j.bad_outputs = Some(m.bad_outputs);
+            j.registers = Some(m.resources.registers);
+            j.local_bytes = Some(m.resources.local_bytes);
+            j.dyn_smem_bytes = Some(m.resources.dyn_smem_bytes);
+        }
+        Outcome::Skipped(why) => {
+            j.status = Some(Status::Skipped);
+            j.reason = Some(why.clone());
+        }
+        Outcome::Failed(e) => {
+            j.status = Some(Status::Failed);
+            j.error = Some(e.clone());
+        }
+    }
+    j
 }

@@ -5,19 +5,18 @@
 //! `S` slots) runs chains of steps that match the float64 reference step by
 //! step. Nothing is timed.
 
-use std::error::Error;
-
 use kda_ir::Scalar;
 use kda_runtime::{Device, LaunchConfig, SimDevice};
 
+use super::error::BenchError;
 use super::kernels::{copy_kernel, copy_launch, copy_tile, empty_kernel, fill, fill_kernel};
-use super::report::Candidate;
+use super::schedule::Candidate;
 use super::workload::{Plan, Point, Workload};
 use crate::compare::compare;
 use crate::config::KdaConfig;
 use crate::reference::{RawGateOrder, reference};
 
-type Result<T> = std::result::Result<T, Box<dyn Error>>;
+type Result<T> = std::result::Result<T, BenchError>;
 
 fn f32s(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4)
@@ -38,11 +37,13 @@ pub fn check_copy(dev: &SimDevice, block: u32, unroll: u32, tiles: usize) -> Res
     dev.launch(&module, &copy_launch(block, unroll, floats), &[&src, &dst])?;
     let (s, d) = (f32s(&dev.download(&src)?), f32s(&dev.download(&dst)?));
     if let Some(i) = (0..floats).find(|&i| s[i].to_bits() != d[i].to_bits()) {
-        return Err(format!(
-            "copy b{block} u{unroll}: element {i} is {} after the copy, the source holds {}",
-            d[i], s[i]
-        )
-        .into());
+        return Err(BenchError::CopyMismatch {
+            block,
+            unroll,
+            index: i,
+            got: d[i],
+            want: s[i],
+        });
     }
     Ok(())
 }
@@ -78,18 +79,24 @@ pub fn check_workload(
         for step in 0..steps {
             w.poison_output(dev)?;
             let args = w.host_args(dev, step)?;
-            let expected = reference(&cfg, &args, RawGateOrder::Exact)
-                .map_err(|e| format!("{point} {}: invalid launch: {e:?}", cand.label))?;
+            let expected = reference(&cfg, &args, RawGateOrder::Exact).map_err(|errors| {
+                BenchError::InvalidLaunch {
+                    point,
+                    schedule: cand.label.clone(),
+                    errors,
+                }
+            })?;
             w.launch(dev, &module, &launch, step)?;
             let actual = w.actual(dev)?;
             let report = compare(&cfg, &args, &actual, &expected);
             if !report.passed() {
-                return Err(format!(
-                    "{point} {} step {step} (slot group {}): does not match the reference:\n{report}",
-                    cand.label,
-                    step % w.groups
-                )
-                .into());
+                return Err(BenchError::Mismatch {
+                    point,
+                    schedule: cand.label.clone(),
+                    step,
+                    group: step % w.groups,
+                    report: Box::new(report),
+                });
             }
         }
         lines.push(format!(

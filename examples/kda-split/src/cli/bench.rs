@@ -1,26 +1,28 @@
-//! `bench`: KdaSplit's step time on the GPU (`kda_split::bench`, which has
-//! its own flags: `kda-split bench --help`), and `autotune`: the search for
-//! the tuned table (`kda_split::bench::autotune`, `kda-split autotune
-//! --help`). Every argument after the subcommand is passed through unparsed.
-
-use clap::Args;
+//! `bench`: KdaSplit's step time on the GPU (`kda_split::bench`), and
+//! `autotune`: the search for the tuned table (`kda_split::bench::autotune`).
+//! Their flags are `kda_split::bench::Options` and
+//! `kda_split::bench::autotune::Options`, which share
+//! `kda_split::bench::SweepArgs`.
 
 use super::{CliResult, Failure};
 
-#[derive(Debug, Clone, Args)]
-#[command(disable_help_flag = true)]
-pub struct BenchArgs {
-    /// The command's flags (see `kda-split bench --help`, `kda-split
-    /// autotune --help`).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
-    pub args: Vec<String>,
-}
+pub use kda_split::bench::Options as BenchArgs;
+pub use kda_split::bench::autotune::Options as AutotuneArgs;
 
 pub fn bench(a: &BenchArgs) -> CliResult {
-    kda_split::bench::main_with_args(&a.args).map_err(|e| Failure::device(format!("bench: {e}")))
+    kda_split::bench::main(a).map_err(|e| Failure::device(format!("bench: {e}")))
 }
 
-pub fn autotune(a: &BenchArgs) -> CliResult {
-    kda_split::bench::autotune::main_with_args(&a.args)
+/// `command`: the command line as typed, recorded in the table.
+pub fn autotune(a: &AutotuneArgs) -> CliResult {
+    let command = std::iter::once("kda-split autotune".to_string())
+        .chain(
+            std::env::args_os()
+                .skip(2)
+                .map(|a| a.to_string_lossy().into_owned()),
+        )
+        .collect::<Vec<_>>()
+        .join(" ");
+    kda_split::bench::autotune::main(a, &command)
         .map_err(|e| Failure::device(format!("autotune: {e}")))
 }

@@ -10,7 +10,7 @@ use kda_ir::pipeline::{self, Options};
 use kda_ir::ptxas::{self, PtxasError};
 use kda_split::KdaConfig;
 
-use super::options::{BiasArgs, Schedule, fmt_duration, label, parse_schedule};
+use super::options::{BiasArgs, Schedule, fmt_duration, label};
 use super::ptx::kernel;
 use super::{CliResult, Failure};
 
@@ -33,7 +33,7 @@ pub struct InfoArgs {
     /// Schedule `early,lanes,occupancy[,cluster[,evict]]`, `seed` (0,0,0) or
     /// `auto` (the tuned table's for each configuration); repeat the flag
     /// for several schedules.
-    #[arg(long, default_value = "0,0,0", value_parser = parse_schedule)]
+    #[arg(long, default_value = "0,0,0")]
     pub schedule: Vec<Schedule>,
     /// Build for F32 conv `weights`.
     #[arg(long)]

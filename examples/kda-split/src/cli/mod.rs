@@ -65,11 +65,31 @@ enum Command {
     /// memory) for one configuration or a list of them.
     Info(info::InfoArgs),
     /// Benchmark KdaSplit on the GPU against the copy ceiling and the graph
-    /// node floor (its own flags: `kda-split bench --help`).
+    /// node floor.
+    ///
+    /// Measures on GPU 0, in one run: the copy ceiling (a DSL copy kernel),
+    /// the graph kernel-node floor, and KdaSplit over heads x batch x tokens x
+    /// schedule (state rotating over >= 4 x L2, PDL-chained steps in CUDA
+    /// graphs, medians of event-timed replays). Prints markdown tables with
+    /// verdicts against the targets; --json writes everything. Without a GPU
+    /// it says so and measures nothing.
+    #[command(args_override_self = true, after_help = kda_split::bench::AFTER_HELP)]
     Bench(bench::BenchArgs),
     /// Search the schedule space on the GPU and write the tuned table that
-    /// `--schedule auto` uses (its own flags: `kda-split autotune --help`).
-    Autotune(bench::BenchArgs),
+    /// `--schedule auto` uses.
+    ///
+    /// Searches KdaSplit's schedule space on GPU 0 for each (heads, batch,
+    /// tokens) point with the bench's workload (state rotating over >= 4 x L2,
+    /// PDL-chained steps in CUDA graphs): every valid schedule timed briefly,
+    /// the fastest few and the seed's defaults timed again in full; writes the
+    /// tuned table that `--schedule auto` and KdaConfig::tuned use. Schedules
+    /// that spill registers under ptxas (-arch=sm_90a) are neither finalists
+    /// nor chosen (not checked where ptxas is not found).
+    #[command(
+        args_override_self = true,
+        after_help = kda_split::bench::autotune::AFTER_HELP
+    )]
+    Autotune(bench::AutotuneArgs),
 }
 
 /// Why a command failed, with the process exit code it maps to.
@@ -126,9 +146,26 @@ impl fmt::Display for Failure {
 
 pub type CliResult = Result<(), Failure>;
 
+/// clap's report of flags it cannot parse, with its exit code (2; 0 for
+/// `--help` and `--version`), except that `bench` and `autotune` keep the
+/// exit code 4 they had when they parsed their own flags.
+fn bad_flags(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    let tool = std::env::args_os().nth(1);
+    let tool = tool.as_ref().and_then(|a| a.to_str());
+    if e.use_stderr() && matches!(tool, Some("bench" | "autotune")) {
+        ExitCode::from(4)
+    } else {
+        ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+    }
+}
+
 /// Parse the command line, run it, map the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return bad_flags(&e),
+    };
     let result = match cli.command {
         None => demo::demo(&cli.demo),
         Some(Command::Run(args)) => run::run(&args),

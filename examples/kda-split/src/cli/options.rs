@@ -3,7 +3,11 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use kda_split::{ConfigError, ConvLayout, DtBias, GateInputs, KdaConfig, RawGateOrder, TunedTable};
+use kda_split::{ConvLayout, DtBias, GateInputs, KdaConfig, RawGateOrder};
+
+/// `--schedule` of every command (`kda_split::bench::Candidate`: one parser
+/// for all).
+pub use kda_split::bench::Candidate as Schedule;
 
 use super::Failure;
 
@@ -34,9 +38,10 @@ pub struct ConfigArgs {
     #[command(flatten)]
     pub bias: BiasArgs,
     /// Schedule: `auto` (the tuned table's for this configuration), `seed`
-    /// (the seed's defaults, 0,0,0) or `early,lanes,occupancy[,cluster[,evict]]`
-    /// (zeros select the seed's defaults).
-    #[arg(long, default_value = "auto", value_parser = parse_schedule)]
+    /// (the seed's defaults, 0,0,0), one of the bench's names (e1, e2-c2, ...)
+    /// or `early,lanes,occupancy[,cluster[,evict]]` (zeros select the seed's
+    /// defaults).
+    #[arg(long, default_value = "auto")]
     pub schedule: Schedule,
 }
 
@@ -73,97 +78,6 @@ impl BiasArgs {
     pub fn has_bias(self) -> bool {
         !self.no_bias
     }
-}
-
-/// `--schedule`: the tuned table's, or raw entries as given (3 to 5 of
-/// them; `seed` is `0,0,0`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Schedule {
-    Auto,
-    Raw(Vec<u32>),
-}
-
-impl Schedule {
-    /// The configuration `new` makes of a raw schedule (the constructor
-    /// with everything else fixed): of these entries, or for `auto` of the
-    /// seed's defaults, then tuned (as `KdaConfig::tuned`).
-    pub fn config(
-        &self,
-        new: impl Fn(&[u32]) -> Result<KdaConfig, ConfigError>,
-    ) -> Result<KdaConfig, ConfigError> {
-        match self {
-            Self::Auto => Ok(TunedTable::builtin().lookup(&new(&[0, 0, 0])?).config),
-            Self::Raw(raw) => new(raw),
-        }
-    }
-
-    /// `auto`, or the entries joined by commas.
-    pub fn text(&self) -> String {
-        match self {
-            Self::Auto => "auto".into(),
-            Self::Raw(raw) => raw.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
-        }
-    }
-
-    /// For `auto`: where `cfg`'s schedule came from, as one line.
-    pub fn note(&self, cfg: &KdaConfig) -> Option<String> {
-        if *self != Self::Auto {
-            return None;
-        }
-        let table = TunedTable::builtin();
-        let seed = KdaConfig {
-            schedule: Default::default(),
-            ..*cfg
-        };
-        let (gpu, date) = (
-            table.meta_str("gpu").unwrap_or("?"),
-            table.meta_str("date").unwrap_or("?"),
-        );
-        let Some(p) = table.lookup(&seed).point else {
-            return Some(
-                "schedule auto: no tuned schedule fits this configuration; the seed's defaults"
-                    .into(),
-            );
-        };
-        let us = |x: Option<f64>| x.map_or("not measured".into(), |x| format!("{x:.2} µs/step"));
-        let own = cfg.resolved_schedule().raw();
-        let seed_us = us(p.seed_us_per_step);
-        Some(if own == p.schedule {
-            format!(
-                "schedule auto: tuned at {} on {gpu} ({date}): {}, the seed's defaults {seed_us}",
-                p.name(),
-                us(Some(p.us_per_step))
-            )
-        } else {
-            let measured = p.measured.iter().find(|m| m.schedule == own);
-            format!(
-                "schedule auto: the fastest schedule of {} ({gpu}, {date}) that fits this \
-                 configuration: {} there (its tuned [{}] does not fit), the seed's defaults {seed_us}",
-                p.name(),
-                us(measured.map(|m| m.us_per_step)),
-                p.schedule.map(|x| x.to_string()).join(",")
-            )
-        })
-    }
-}
-
-pub fn parse_schedule(text: &str) -> Result<Schedule, String> {
-    match text.trim() {
-        "auto" => return Ok(Schedule::Auto),
-        "seed" => return Ok(Schedule::Raw(vec![0, 0, 0])),
-        _ => {}
-    }
-    text.split(',')
-        .map(|s| {
-            s.trim().parse::<u32>().map_err(|_| {
-                format!(
-                    "`{s}` is not a non-negative integer (expected auto, seed or \
-                     early,lanes,occupancy[,cluster[,evict]])"
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Schedule::Raw)
 }
 
 /// Where to run.

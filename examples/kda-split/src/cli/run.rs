@@ -21,7 +21,7 @@ use serde_json::json;
 
 use super::demo::finish;
 use super::exec::{Opened, check_contract, phase};
-use super::options::{DeviceArgs, Schedule, describe, order_for, parse_schedule, raw_schedule};
+use super::options::{DeviceArgs, Schedule, describe, order_for, raw_schedule};
 use super::{CliResult, Failure};
 
 /// `meta_json` key marking a file written by `run --out`.
@@ -43,7 +43,7 @@ pub struct RunArgs {
     /// tokens), `seed` (the seed's defaults, 0,0,0) or
     /// `early,lanes,occupancy[,cluster[,evict]]` (zeros select the seed's
     /// defaults).
-    #[arg(long, default_value = "auto", value_parser = parse_schedule)]
+    #[arg(long, default_value = "auto")]
     pub schedule: Schedule,
     /// Write the results as a case file: the arguments after the call and
     /// the expected results.

@@ -1,0 +1,34 @@
+//! What can go wrong in `kda-split autotune`.
+
+use std::path::PathBuf;
+
+use kda_runtime::RuntimeError;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum AutotuneError {
+    /// The device or the driver failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Not a bench file or a tuned table.
+    #[error("{}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// `--from-bench`: the file does not say which GPU it measured.
+    #[error("{}: no `device`", path.display())]
+    NoDevice { path: PathBuf },
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("serializing the table: {0}")]
+    Json(#[from] serde_json::Error),
+}

@@ -1,0 +1,149 @@
+//! What the search tries at a point: the seed's defaults, the bench's named
+//! schedules, `--schedule` extras and the grid, less the pruned schedules
+//! and those resolving to one already listed.
+
+use crate::bench::report::{Candidate, Resolved};
+use crate::bench::schedule::{NAMED, named};
+use crate::bench::workload::Point;
+use crate::config::KdaConfig;
+
+use super::Options;
+
+/// Why schedules are left out before timing (see the module doc).
+pub const PRUNE_RULES: [&str; 2] = [
+    "cluster 1 below early 3 (all 128 rows of a head in one CTA: 255 registers, mostly spilling)",
+    "lanes < cluster (128/lanes row groups for 128/cluster rows: idle threads)",
+];
+
+/// The schedules searched at one point.
+#[derive(Clone, Debug, Default)]
+pub struct Space {
+    /// The seed's defaults first (labelled `seed`), then the bench's named
+    /// schedules and `--schedule` extras, then the grid; all distinct once
+    /// resolved, with explicit lanes and cluster.
+    pub candidates: Vec<Candidate>,
+    /// Left out by [`PRUNE_RULES`].
+    pub pruned: usize,
+    /// Not a valid configuration at this point (`KdaConfig::new`).
+    pub invalid: usize,
+}
+
+/// Which prune rule leaves `cfg` out, if any.
+pub fn pruned_by(cfg: &KdaConfig) -> Option<&'static str> {
+    let (early, lanes, cluster) = (cfg.schedule.early, cfg.lanes(), cfg.cluster());
+    if cluster == 1 && early < 3 {
+        Some(PRUNE_RULES[0])
+    } else if lanes < cluster {
+        Some(PRUNE_RULES[1])
+    } else {
+        None
+    }
+}
+
+/// The space of `opts` at `point` (gate mode 0, bias on).
+pub fn space(opts: &Options, point: &Point) -> Space {
+    let mut out = Space::default();
+    let mut seen: Vec<Resolved> = Vec::new();
+    let mut push = |label: Option<&str>, raw: &[u32], prune: bool, out: &mut Space| {
+        let cfg = match KdaConfig::new(point.heads, point.batch, 0, true, raw, point.tokens) {
+            Ok(cfg) => cfg,
+            Err(_) => {
+                out.invalid += 1;
+                return;
+            }
+        };
+        let resolved = cfg.resolved_schedule();
+        if seen.contains(&resolved) {
+            return;
+        }
+        if prune && pruned_by(&cfg).is_some() {
+            out.pruned += 1;
+            return;
+        }
+        seen.push(resolved);
+        let raw = resolved.raw();
+        let label = label.map_or_else(|| format!("{raw:?}").replace(' ', ""), str::to_string);
+        out.candidates.push(Candidate {
+            label,
+            raw: raw.to_vec(),
+        });
+    };
+    push(Some("seed"), &[0, 0, 0], false, &mut out);
+    let extras = NAMED
+        .iter()
+        .filter(|n| opts.evict() || !n.ends_with("evict"))
+        .filter_map(|n| named(n))
+        .chain(opts.sweep.schedules.iter().map(|c| c.at(point)));
+    for c in extras {
+        push(None, &c.raw, false, &mut out);
+    }
+    for early in 0..=3u32 {
+        let evicts: &[u32] = if early >= 2 && opts.evict() {
+            &[0, 1]
+        } else {
+            &[0]
+        };
+        for lanes in opts.lanes() {
+            for &cluster in &opts.cluster {
+                for &occupancy in &opts.occupancy {
+                    for &evict in evicts {
+                        push(
+                            None,
+                            &[early, lanes, occupancy, cluster, evict],
+                            true,
+                            &mut out,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::options::tests::parse;
+    use super::*;
+
+    fn p(heads: u32, batch: u32, tokens: u32) -> Point {
+        Point {
+            heads,
+            batch,
+            tokens,
+        }
+    }
+
+    #[test]
+    fn the_space_is_valid_distinct_and_pruned() {
+        let o = parse(&[]);
+        let s = space(&o, &p(12, 64, 1));
+        assert_eq!(s.candidates[0].label, "seed");
+        assert_eq!(s.candidates[0].raw, [0, 16, 0, 4, 0]);
+        let mut seen = Vec::new();
+        for c in &s.candidates {
+            let cfg = KdaConfig::new(12, 64, 0, true, &c.raw, 1).unwrap();
+            assert!(
+                pruned_by(&cfg).is_none() || c.label == "seed",
+                "{}",
+                c.label
+            );
+            assert!(!seen.contains(&c.raw), "{} twice", c.label);
+            seen.push(c.raw.clone());
+        }
+        // early 0/1: 16 lanes x cluster pairs less 4 at cluster 1 and lanes
+        // 4 at cluster 8: 11 each; early 2: 11 x evict; early 3: clusters 1
+        // and 2 x 4 lanes x evict.
+        assert_eq!(s.candidates.len(), 11 + 11 + 22 + 16);
+        assert!(s.pruned > 0);
+        assert!(seen.contains(&vec![3, 16, 0, 2, 0]) && seen.contains(&vec![2, 32, 0, 8, 1]));
+        // T > 1: early 0 and 1 only.
+        let s = space(&o, &p(12, 8, 4));
+        assert_eq!(s.candidates.len(), 22);
+        assert!(s.candidates.iter().all(|c| c.raw[0] < 2));
+        // Quick: lanes 8 and 16, no evict.
+        let s = space(&parse(&["--quick"]), &p(12, 1, 1));
+        assert!(s.candidates.iter().all(|c| c.raw[4] == 0));
+        assert!(s.candidates.iter().all(|c| c.raw[1] == 8 || c.raw[1] == 16));
+    }
+}

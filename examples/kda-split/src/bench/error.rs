@@ -1,0 +1,62 @@
+//! What can go wrong in `kda-split bench` and `bench --sim`.
+
+use std::path::PathBuf;
+
+use kda_runtime::RuntimeError;
+use thiserror::Error;
+
+use super::workload::Point;
+use crate::compare::Report;
+use crate::validate::ArgError;
+
+#[derive(Debug, Error)]
+pub enum BenchError {
+    /// The device or the driver failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// `--sim`: the copy kernel did not reproduce its source.
+    #[error(
+        "copy b{block} u{unroll}: element {index} is {got} after the copy, the source holds {want}"
+    )]
+    CopyMismatch {
+        block: u32,
+        unroll: u32,
+        index: usize,
+        got: f32,
+        want: f32,
+    },
+    /// `--sim`: the workload's arguments break the kernel's contract.
+    #[error("{point} {schedule}: invalid launch: {errors:?}")]
+    InvalidLaunch {
+        point: Point,
+        schedule: String,
+        errors: Vec<ArgError>,
+    },
+    /// `--sim`: a chained step does not match the float64 reference.
+    #[error(
+        "{point} {schedule} step {step} (slot group {group}): does not match the reference:\n{report}"
+    )]
+    Mismatch {
+        point: Point,
+        schedule: String,
+        step: usize,
+        group: usize,
+        report: Box<Report>,
+    },
+    #[error("serializing the results: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Step 0 of a measured schedule against the float64 reference (`--check`).
+#[derive(Clone, Debug, Error)]
+pub enum StepMismatch {
+    #[error("invalid launch: {0:?}")]
+    InvalidLaunch(Vec<ArgError>),
+    #[error("{0}")]
+    Report(Box<Report>),
+}

@@ -1,0 +1,211 @@
+//! The `kda-split bench --json` file, written by `bench` and read by
+//! `autotune --from-bench` and `--device-spills`.
+//!
+//! Keys are declared in alphabetical order: the order the files of earlier
+//! runs have (they were written through a sorted map), so a new run's file
+//! diffs cleanly against a checked-in one. Readers need only the points and
+//! what was measured; everything else defaults when absent, so hand-made and
+//! older files read too.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::gpu::{CopyRow, Timing};
+use crate::bench::schedule::Candidate;
+use crate::bench::workload::Point;
+use crate::config::Schedule;
+
+/// The whole file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchFile {
+    #[serde(default)]
+    pub copy: Vec<CopyRow>,
+    #[serde(default)]
+    pub copy_ceiling_tbps: Option<f64>,
+    /// `CudaDevice::describe` of the GPU; always written.
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub floor: Vec<FloorJson>,
+    #[serde(default)]
+    pub l2_bytes: usize,
+    #[serde(default)]
+    pub options: OptionsJson,
+    pub rows: Vec<RowJson>,
+    #[serde(default)]
+    pub seconds: f64,
+    #[serde(default)]
+    pub targets: Vec<TargetJson>,
+    /// When the file was written (0: unknown).
+    #[serde(default)]
+    pub unix_time: u64,
+}
+
+/// The command line of the run, as measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OptionsJson {
+    pub budget_ms: f64,
+    /// `null` without `--check`.
+    pub check_mib: Option<usize>,
+    pub copy_mib: usize,
+    pub full: bool,
+    pub min_steps: usize,
+    /// `[heads, batch, tokens]`.
+    pub points: Vec<[u32; 3]>,
+    pub quick: bool,
+    pub schedules: Vec<Candidate>,
+    pub seed: u64,
+}
+
+/// One floor measurement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FloorJson {
+    pub block: u32,
+    pub cluster: u32,
+    pub grid: [u32; 3],
+    pub name: String,
+    pub pdl: bool,
+    pub timing: Timing,
+    pub us_per_node: f64,
+}
+
+/// What became of a (point, schedule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    /// Measured, but some outputs were not written or not finite.
+    BadOutput,
+    Skipped,
+    Failed,
+}
+
+/// One (point, schedule). The measurement's fields are there only for
+/// measured rows, `reason` only for skipped ones, `error` only for failed
+/// ones.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowJson {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_outputs: Option<usize>,
+    pub batch: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dyn_smem_bytes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Measured rows: the state traffic over the copy ceiling, `null` when
+    /// there is no ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction_of_copy: Option<Option<f64>>,
+    pub heads: u32,
+    /// Local memory per thread the driver reported (spills show here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_bytes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers: Option<u32>,
+    /// The schedule with every value explicit, where the configuration was
+    /// valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<ResolvedJson>,
+    /// The label (`auto`, `seed`, `e1`, `[1,8,0]`, ...).
+    #[serde(default)]
+    pub schedule: String,
+    /// The raw entries as given (for `auto`: the tuned ones of the point).
+    #[serde(default)]
+    pub schedule_raw: Vec<u32>,
+    #[serde(default)]
+    pub slot_groups: usize,
+    #[serde(default)]
+    pub state_bytes_per_step: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_tbps: Option<f64>,
+    /// Always written.
+    #[serde(default)]
+    pub status: Option<Status>,
+    #[serde(default)]
+    pub steps_per_graph: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
+    pub tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us_per_step: Option<f64>,
+}
+
+impl RowJson {
+    pub fn point(&self) -> Point {
+        Point {
+            heads: self.heads,
+            batch: self.batch,
+            tokens: self.tokens,
+        }
+    }
+
+    /// The explicit schedule (`[early, lanes, occupancy, cluster, evict]`)
+    /// the row resolved to, if it says.
+    pub fn schedule(&self) -> Option<[u32; 5]> {
+        self.resolved.map(|r| r.raw())
+    }
+
+    /// The µs/step of a good measurement.
+    pub fn good_us(&self) -> Option<f64> {
+        match self.status {
+            Some(Status::Ok) => self.us_per_step,
+            _ => None,
+        }
+    }
+}
+
+/// A resolved schedule in a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedJson {
+    pub cluster: u32,
+    pub early: u32,
+    pub evict: bool,
+    pub lanes: u32,
+    pub occupancy: u32,
+}
+
+impl ResolvedJson {
+    /// `[early, lanes, occupancy, cluster, evict]`.
+    pub fn raw(&self) -> [u32; 5] {
+        [
+            self.early,
+            self.lanes,
+            self.occupancy,
+            self.cluster,
+            u32::from(self.evict),
+        ]
+    }
+}
+
+impl From<Schedule> for ResolvedJson {
+    fn from(s: Schedule) -> Self {
+        ResolvedJson {
+            cluster: s.cluster,
+            early: u32::from(s.early),
+            evict: s.evict,
+            lanes: s.lanes,
+            occupancy: s.occupancy,
+        }
+    }
+}
+
+/// One target at one point, for the default schedule and the best one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetJson {
+    pub batch: u32,
+    pub best: String,
+    pub best_pass: Option<bool>,
+    pub best_ratio: Option<f64>,
+    pub best_schedule: Option<String>,
+    pub best_us: Option<f64>,
+    pub default: String,
+    pub default_pass: Option<bool>,
+    pub default_ratio: Option<f64>,
+    /// `auto` or `seed`.
+    pub default_schedule: Option<String>,
+    pub heads: u32,
+    pub target: String,
+    pub tokens: u32,
+}
