@@ -29,7 +29,7 @@ pub fn positive(text: &str) -> Result<u32, NotPositive> {
 
 /// The flags of both commands: the points, the schedules to try, the timing,
 /// the seed and the reference check.
-#[derive(Clone, Debug, Default, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct SweepArgs {
     /// Fewer schedules and shorter timing.
     #[arg(long)]
@@ -69,7 +69,7 @@ pub struct SweepArgs {
 }
 
 /// `kda-split bench`: the shared flags and the bench's own.
-#[derive(Clone, Debug, Default, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct Options {
     #[command(flatten)]
     pub sweep: SweepArgs,

@@ -82,8 +82,10 @@ impl Results {
     pub fn best(&self, point: &Point) -> Option<&Row> {
         self.rows
             .iter()
-            .filter(|r| r.point == *point && r.us().is_some())
-            .min_by(|a, b| a.us().unwrap().total_cmp(&b.us().unwrap()))
+            .filter(|r| r.point == *point)
+            .filter_map(|r| Some((r.us()?, r)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, r)| r)
     }
 
     /// The row of schedule `label` at `point`; when it was skipped as a

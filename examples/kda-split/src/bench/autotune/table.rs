@@ -177,6 +177,9 @@ mod tests {
         assert_eq!(date_of(0), "1970-01-01");
         assert_eq!(date_of(951_782_400), "2000-02-29");
         assert_eq!(date_of(1_795_965_996), "2026-11-29");
+        // Past what a table can mean: no date, no panic.
+        assert_eq!(date_of(u64::MAX), "?");
+        assert_eq!(date_of(400_000_000_000), "?");
         let m = metadata(
             "x".into(),
             "NVIDIA H200 (sm_90, 132 SMs, driver CUDA 13.0)",
