@@ -1,12 +1,11 @@
-//! Checks a run's results against the reference with KdaSplit's comparison
-//! ([`kda_split::compare_footprint`], shared code) and tolerances (crate doc
-//! §5): bf16 output within [`kda_split::compare::OUTPUT_LIMIT`] relative
-//! Frobenius error and fully written, padding rows exactly zero, written state
-//! pages within [`kda_split::compare::STATE_LIMIT`], every other state page and
-//! the whole conv state bit-exact.
+//! Checks a run's results against the reference with the shared comparison
+//! ([`kda_host::compare_footprint`]) and tolerances (crate doc §5): bf16
+//! output within [`kda_host::OUTPUT_LIMIT`] relative Frobenius error and fully
+//! written, padding rows exactly zero, written state pages within
+//! [`kda_host::STATE_LIMIT`], every other state page and the whole conv state
+//! bit-exact.
 
-use kda_split::compare::{compare_valid, slot_footprint};
-use kda_split::{Actual, Expected, Footprint, Report};
+use kda_host::{Actual, Expected, Footprint, Report, compare_valid, slot_footprint};
 
 use crate::args::GdnArgs;
 use crate::config::GdnConfig;

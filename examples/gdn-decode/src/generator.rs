@@ -6,10 +6,9 @@
 //! weights around 1. Everything stored as bf16 is drawn and then rounded
 //! (RNE), so the stored values are what the reference reads. The slot table
 //! (padding requests, write holes, `accepted`) is drawn by KdaSplit's own
-//! [`kda_split::slot_table`].
+//! [`kda_host::slot_table`].
 
-use kda_split::generator::{Draw, SlotOptions, sentinel_output, slot_table, to_f32};
-use kda_split::{ConvLayout, HostTensor};
+use kda_host::{ConvLayout, Draw, HostTensor, SlotOptions, sentinel_output, slot_table, to_f32};
 
 use crate::args::GdnArgs;
 use crate::config::GdnConfig;
@@ -203,8 +202,7 @@ mod tests {
     use super::*;
     use crate::reference::{resolve, softplus};
     use crate::validate::validate;
-    use kda_split::Request;
-    use kda_split::generator::OUTPUT_SENTINEL;
+    use kda_host::{OUTPUT_SENTINEL, Request};
 
     #[test]
     fn same_seed_same_launch_and_every_variant_validates() {
@@ -221,7 +219,7 @@ mod tests {
                 let a = generate(&c, &o);
                 assert_eq!(a, generate(&c, &o));
                 assert_eq!(validate(&c, &a), vec![]);
-                assert_eq!(a.conv_weight.dtype(), kda_split::DType::F32);
+                assert_eq!(a.conv_weight.dtype(), kda_host::DType::F32);
             }
         }
         let c = GdnConfig::new(1, 1, 1, false).unwrap();

@@ -52,7 +52,7 @@
 use kda::cluster_kernel;
 use kda::dsl::{Elem, Val, bf16};
 use kda::ir::{Kernel, Scalar};
-use kda_split::kernel::{RequestSlots, conv_silu, request_slots, row_dot};
+use kda_std::{RequestSlots, conv_silu, request_slots, row_dot};
 use thiserror::Error;
 
 use crate::config::GdnConfig;

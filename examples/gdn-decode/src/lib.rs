@@ -72,7 +72,7 @@
 //! **Active request** (`r > 0`): all of §3 happens. A token whose write slot
 //! is `<= 0` (a *write hole*) still produces its output; its state is simply
 //! not stored. The resolution is KdaSplit's code
-//! ([`kda_split::resolve_slots`], returned by [`resolve`]).
+//! ([`kda_host::resolve_slots`], returned by [`resolve`]).
 //!
 //! T = 1 is the T > 1 semantics with one token and `accepted = 1`; only the
 //! argument form differs (1-D `slots`, no `accepted`, conv columns 0..2).
@@ -218,6 +218,6 @@ pub use args::{Arg, GdnArgs};
 pub use compare::{compare, footprint};
 pub use config::{ConfigError, GdnConfig, HeadKind};
 pub use generator::{DtBias, GenOptions, generate};
-pub use kda_split::{Actual, ConvLayout, Expected, Report, Request};
+pub use kda_host::{Actual, ConvLayout, Expected, Report, Request};
 pub use reference::{reference, resolve};
 pub use validate::{ArgError, validate, validate_layout};

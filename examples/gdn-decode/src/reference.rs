@@ -2,12 +2,11 @@
 //!
 //! Everything is computed in f64 from the exactly widened inputs; the only
 //! roundings are the rounding points of crate doc §5: the output to bf16
-//! (RNE, [`kda_split::round::bf16_rne`]) and the stored state to f32. Slot
-//! resolution is KdaSplit's own code ([`kda_split::resolve_slots`]).
+//! (RNE, [`kda_host::bf16_rne`]) and the stored state to f32. Slot
+//! resolution is KdaSplit's, shared ([`kda_host::resolve_slots`]).
 
 use half::bf16;
-use kda_split::round::bf16_rne;
-use kda_split::{Expected, Request, resolve_slots};
+use kda_host::{Expected, Request, bf16_rne, resolve_slots};
 
 use crate::args::GdnArgs;
 use crate::config::GdnConfig;
@@ -211,7 +210,7 @@ fn gated_rms_norm(o: &[f64], x: &TokenInputs, args: &GdnArgs) -> Vec<f64> {
         .collect()
 }
 
-pub use kda_split::reference::{sigmoid, silu, softplus};
+pub use kda_host::reference::{sigmoid, silu, softplus};
 
 #[cfg(test)]
 mod tests {

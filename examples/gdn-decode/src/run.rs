@@ -3,21 +3,21 @@
 //! dtypes, specialise it on the call's strides, upload each tensor's storage
 //! as it is, launch on the grid `(HV, B)` (clusters of the G v-heads of a
 //! k-head) and read back what the kernel writes. The device plumbing is
-//! KdaSplit's ([`kda_split::run::Prepared`]).
+//! shared runner's ([`kda_host::Prepared`]).
 
+use kda_host::run::{Prepared, scalar, specialize, valid};
+use kda_host::{Actual, HostTensor, KernelArgs};
 use kda_ir::{Kernel, Scalar};
 use kda_runtime::{Device, RuntimeError, ScalarArg};
-use kda_split::run::{Prepared, scalar, specialize, valid};
-use kda_split::{Actual, HostTensor};
 
-use crate::args::{Arg, GdnArgs};
+use crate::args::GdnArgs;
 use crate::config::GdnConfig;
 use crate::kernel::{self, BuildError, Dtypes, Schedule};
 use crate::validate::{ArgError, validate};
 
-/// Why a run did not happen (KdaSplit's error with this crate's argument
+/// Why a run did not happen (the shared error with this crate's argument
 /// and build errors).
-pub type RunError = kda_split::run::RunError<ArgError, BuildError>;
+pub type RunError = kda_host::RunError<ArgError, BuildError>;
 
 /// The argument dtypes the kernel is specialised for (an absent bias counts
 /// as bf16).
@@ -35,7 +35,7 @@ pub fn dtypes(args: &GdnArgs) -> Dtypes {
 /// The tensors in kernel parameter order (crate doc §1; absent optionals and
 /// scalars left out).
 pub fn tensor_args(args: &GdnArgs) -> Vec<&HostTensor> {
-    Arg::ALL.iter().filter_map(|&a| args.tensor(a)).collect()
+    args.tensors()
 }
 
 /// The kernel for this configuration, specialised for these arguments'
@@ -70,15 +70,7 @@ pub fn results<D: Device>(
     prepared: &Prepared<D>,
     args: &GdnArgs,
 ) -> Result<Actual, RuntimeError> {
-    let position = |arg: Arg| {
-        Arg::ALL
-            .iter()
-            .filter(|a| args.tensor(**a).is_some())
-            .position(|&a| a == arg)
-            .expect("written tensors are always passed")
-    };
-    let written = [Arg::Output, Arg::State, Arg::ConvState].map(position);
-    prepared.actual(dev, &tensor_args(args), written)
+    prepared.results(dev, args)
 }
 
 /// Validate, run once with the default schedule and read back.

@@ -11,13 +11,13 @@
 //!   for `state` and `conv_state`; written tensors must not overlap themselves;
 //! * scalars: `scale` finite, `eps` finite and `>= 0`;
 //! * values (once the layouts are valid): KdaSplit's slot-table rules
-//!   ([`kda_split::check_slot_table`], shared code: `accepted` in 1..=T for
+//!   ([`kda_host::check_slot_table`], shared code: `accepted` in 1..=T for
 //!   every request, slots inside their tensors, a positive conv slot for
 //!   active multi-token requests, distinct write slots within a request,
 //!   disjoint slots across active requests).
 
-use kda_split::validate::{Checker, Dim, LayoutIssue, ShapePattern, TensorArg, with_slot_table};
-use kda_split::{DType, SlotError};
+use kda_host::validate::{Checker, Dim, LayoutIssue, ShapePattern, TensorArg, with_slot_table};
+use kda_host::{DType, SlotError};
 use thiserror::Error;
 
 use crate::args::{Arg, GdnArgs};
@@ -26,7 +26,7 @@ use crate::config::GdnConfig;
 /// A violated precondition.
 #[derive(Clone, Debug, Error, PartialEq)]
 pub enum ArgError {
-    #[error("{arg}: dtype {found} is not allowed; expected {}", kda_split::args::dtype_list(arg.dtypes()))]
+    #[error("{arg}: dtype {found} is not allowed; expected {}", kda_host::dtype_list(arg.dtypes()))]
     Dtype { arg: Arg, found: DType },
     #[error("{arg}: shape {found:?} does not match {expected}{why}")]
     Shape {
@@ -175,8 +175,8 @@ impl From<LayoutIssue<Arg>> for ArgError {
 mod tests {
     use super::*;
     use crate::generator::{GenOptions, generate};
-    use kda_split::HostTensor;
-    use kda_split::{SlotRef, SlotTensor};
+    use kda_host::HostTensor;
+    use kda_host::{SlotRef, SlotTensor};
 
     fn case(tokens: u32) -> (GdnConfig, GdnArgs) {
         let config = GdnConfig::new(1, 2, tokens, true).unwrap();

@@ -7,8 +7,8 @@ mod common;
 use common::MATRIX;
 use gdn_decode::GdnConfig;
 use gdn_decode::kernel::{Dtypes, Schedule, build};
+use kda_host::testing::assembles_without_spills;
 use kda_ir::Scalar;
-use kda_split::testing::assembles_without_spills;
 
 fn assemble(label: &str, cfg: &GdnConfig, dt: &Dtypes, schedule: &Schedule) -> bool {
     let kernel = build(cfg, dt, schedule).unwrap_or_else(|e| panic!("{label}: {e}"));

@@ -7,13 +7,13 @@ use gdn_decode::{
     Actual, GdnArgs, GdnConfig, GenOptions, Request, compare, generate, reference, resolve,
 };
 use half::bf16;
-use kda_split::ConvLayout;
-use kda_split::compare::{Measure, STATE_LIMIT};
-use kda_split::generator::OUTPUT_SENTINEL;
-use kda_split::testing::{
+use kda_host::ConvLayout;
+use kda_host::OUTPUT_SENTINEL;
+use kda_host::testing::{
     assert_request_rows, assert_slots_written, bf16s, close, conv_width, gather_channels,
     rel_error_f32, select_rows, tensor,
 };
+use kda_host::{Measure, STATE_LIMIT};
 
 const D: usize = 128;
 

@@ -5,14 +5,12 @@ mod common;
 
 use common::MATRIX;
 use gdn_decode::run::run_with;
-use gdn_decode::{Request, compare, reference, resolve};
+use gdn_decode::{Request, resolve};
 use kda_runtime::{SimDevice, SimOptions};
-use kda_split::testing::Verdicts;
 
 #[test]
 fn matrix_matches_the_reference() {
-    let dev = SimDevice::new();
-    let (mut verdicts, mut padding, mut holes) = (Verdicts::default(), 0, 0);
+    let (mut padding, mut holes) = (0, 0);
     for (n, point) in MATRIX.iter().enumerate() {
         let (cfg, args) = (point.config(), point.args(100 + n as u64));
         for b in 0..args.requests() {
@@ -23,16 +21,8 @@ fn matrix_matches_the_reference() {
                 }
             }
         }
-        let expected = reference(&cfg, &args).unwrap();
-        match run_with(&dev, &cfg, &args, &point.schedule()) {
-            Ok(actual) => {
-                let report = compare(&cfg, &args, &actual, &expected);
-                verdicts.record(&point.label(), &report, true, "");
-            }
-            Err(e) => verdicts.error(&point.label(), e),
-        }
     }
-    verdicts.assert_all_passed();
+    common::check_matrix(&SimDevice::new(), false).assert_all_passed();
     assert!(padding > 0 && holes > 0, "padding {padding}, holes {holes}");
 }
 

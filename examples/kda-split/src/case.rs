@@ -8,17 +8,18 @@
 //! tensor order, header padding, BF16 or F32 wherever the kernel converts) and
 //! reports what is wrong by tensor name: truncation and header damage are
 //! diagnosed here before the safetensors crate parses the file, then dtypes,
-//! names and shapes are checked against the metadata.
+//! names and shapes are checked against the metadata. The file layer
+//! (diagnosis, dtype checks, atomic writes) is [`kda_host::case`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use half::bf16;
-use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, TensorView};
+use kda_host::case::{self as file, FileError, NamedTensor, TensorFile};
+use safetensors::tensor::SafeTensorError;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs, dtype_list};
+use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs};
 use crate::config::{ConfigError, KdaConfig};
 use crate::generator::{GenOptions, generate};
 use crate::reference::{Expected, RawGateOrder, reference};
@@ -178,6 +179,26 @@ pub enum CaseError {
     Safetensors(#[from] SafeTensorError),
 }
 
+impl From<FileError> for CaseError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Io { path, source } => Self::Io { path, source },
+            FileError::Truncated { part, needed, len } => Self::Truncated { part, needed, len },
+            FileError::Header { reason } => Self::Header { reason },
+            FileError::Dtype {
+                name,
+                found,
+                allowed,
+            } => Self::Dtype {
+                name,
+                found,
+                allowed,
+            },
+            FileError::Safetensors(e) => Self::Safetensors(e),
+        }
+    }
+}
+
 fn join(errors: &[ArgError]) -> String {
     errors
         .iter()
@@ -228,94 +249,50 @@ impl Case {
         })
     }
 
+    /// Reads and checks the case file at `path`.
     pub fn read(path: &Path) -> Result<Self, CaseError> {
-        let bytes = std::fs::read(path).map_err(|source| CaseError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::from_bytes(&bytes)
+        Self::from_bytes(&file::read(path)?)
     }
 
+    /// Writes the case to `path` atomically: readers see the old file or the
+    /// whole new one.
     pub fn write(&self, path: &Path) -> Result<(), CaseError> {
-        std::fs::write(path, self.to_bytes()?).map_err(|source| CaseError::Io {
-            path: path.to_owned(),
-            source,
-        })
+        Ok(file::write_atomic(path, &self.to_bytes()?)?)
     }
 
+    /// The case file's bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, CaseError> {
         let arg_order = Arg::for_tokens(self.meta.tokens);
-        let mut tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+        let mut tensors = Vec::new();
         for &arg in arg_order {
             if let Some(value) = self.args.scalar(arg) {
-                tensors.push((
-                    arg.name().into(),
-                    Dtype::F32,
-                    vec![],
-                    value.to_le_bytes().to_vec(),
-                ));
+                tensors.push(NamedTensor::scalar(arg.name(), value));
             } else if let Some(t) = self.args.tensor(arg) {
-                tensors.push((
-                    arg.name().into(),
-                    st_dtype(t.dtype()),
-                    t.shape().to_vec(),
-                    t.to_le_bytes(),
-                ));
+                tensors.push(NamedTensor::of(arg.name(), t));
             }
         }
         if let Some(e) = &self.expected {
             let a = &self.args;
-            let bf16_bytes =
-                |v: &[bf16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-            let f32_bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-            for (name, dtype, shape, data) in [
-                (
-                    EXPECTED_OUTPUT,
-                    Dtype::BF16,
-                    a.output.shape(),
-                    bf16_bytes(&e.output),
-                ),
-                (
-                    EXPECTED_OUTPUT_F32,
-                    Dtype::F32,
-                    a.output.shape(),
-                    f32_bytes(&e.output_f32),
-                ),
-                (
-                    EXPECTED_STATE,
-                    Dtype::F32,
-                    a.state.shape(),
-                    f32_bytes(&e.state),
-                ),
-                (
-                    EXPECTED_CONV_STATE,
-                    Dtype::BF16,
-                    a.conv_state.shape(),
-                    bf16_bytes(&e.conv_state),
-                ),
-            ] {
-                tensors.push((name.into(), dtype, shape.to_vec(), data));
-            }
+            tensors.extend([
+                NamedTensor::bf16(EXPECTED_OUTPUT, a.output.shape(), &e.output),
+                NamedTensor::f32(EXPECTED_OUTPUT_F32, a.output.shape(), &e.output_f32),
+                NamedTensor::f32(EXPECTED_STATE, a.state.shape(), &e.state),
+                NamedTensor::bf16(EXPECTED_CONV_STATE, a.conv_state.shape(), &e.conv_state),
+            ]);
         }
-        let views = tensors
-            .iter()
-            .map(|(name, dtype, shape, data)| {
-                Ok((name.as_str(), TensorView::new(*dtype, shape.clone(), data)?))
-            })
-            .collect::<Result<Vec<_>, SafeTensorError>>()?;
         let names: Vec<&str> = arg_order.iter().map(|a| a.name()).collect();
         let metadata = HashMap::from([
             ("format".to_string(), FORMAT.to_string()),
             ("arg_order".to_string(), json!(names).to_string()),
             ("meta_json".to_string(), self.meta.to_json().to_string()),
         ]);
-        Ok(safetensors::serialize(views, Some(metadata))?)
+        Ok(file::serialize(&tensors, metadata)?)
     }
 
+    /// Parses and checks a case file's bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, CaseError> {
-        let metadata = precheck(bytes)?;
-        let file = SafeTensors::deserialize(bytes)?;
-        let meta = read_metadata(&metadata)?;
+        let file = TensorFile::parse(bytes)?;
+        let meta = read_metadata(file.metadata())?;
 
         for name in file.names() {
             if Arg::from_name(name).is_none() && !EXPECTED.contains(&name) {
@@ -323,25 +300,7 @@ impl Case {
             }
         }
         let tensor = |name: &str, allowed: &[DType]| -> Result<Option<HostTensor>, CaseError> {
-            let view = match file.tensor(name) {
-                Ok(view) => view,
-                Err(SafeTensorError::TensorNotFound(_)) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            let dtype = from_st_dtype(view.dtype()).filter(|d| allowed.contains(d));
-            let Some(dtype) = dtype else {
-                return Err(CaseError::Dtype {
-                    name: name.into(),
-                    found: format!("{:?}", view.dtype()),
-                    allowed: dtype_list(allowed),
-                });
-            };
-            // safetensors has matched the byte count to dtype and shape.
-            HostTensor::from_le_bytes(dtype, view.shape().to_vec(), view.data())
-                .map(Some)
-                .map_err(|e| CaseError::Header {
-                    reason: format!("tensor `{name}`: {e}"),
-                })
+            Ok(file.tensor(name, allowed)?)
         };
         let arg = |a: Arg| -> Result<HostTensor, CaseError> {
             tensor(a.name(), a.dtypes())?.ok_or_else(|| CaseError::MissingTensor {
@@ -461,69 +420,6 @@ impl Case {
     }
 }
 
-/// Diagnoses truncation and header damage by name before the safetensors
-/// crate, whose errors do not say which tensor was cut off. Returns
-/// `__metadata__` (empty if absent).
-fn precheck(bytes: &[u8]) -> Result<HashMap<String, String>, CaseError> {
-    let truncated = |part: String, needed: usize| CaseError::Truncated {
-        part,
-        needed,
-        len: bytes.len(),
-    };
-    let Some(prefix) = bytes.get(..8) else {
-        return Err(truncated("the 8-byte header length".into(), 8));
-    };
-    let n = u64::from_le_bytes(prefix.try_into().expect("8 bytes"));
-    let header_end = usize::try_from(n).ok().and_then(|n| n.checked_add(8));
-    let Some(header) = header_end.and_then(|end| bytes.get(8..end)) else {
-        let needed = header_end.unwrap_or(usize::MAX);
-        return Err(truncated(format!("the {n}-byte header"), needed));
-    };
-    let header_end = 8 + header.len();
-    let bad = |reason: String| CaseError::Header { reason };
-    let text = std::str::from_utf8(header).map_err(|e| bad(format!("not UTF-8: {e}")))?;
-    let json: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
-    let Value::Object(entries) = json else {
-        return Err(bad("the header must be a JSON object".into()));
-    };
-    let mut ends = Vec::new();
-    let mut metadata = HashMap::new();
-    for (name, entry) in &entries {
-        if name == "__metadata__" {
-            let strings = entry.as_object().and_then(|m| {
-                m.iter()
-                    .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect::<Option<HashMap<_, _>>>()
-            });
-            metadata =
-                strings.ok_or_else(|| bad("__metadata__ must map names to strings".into()))?;
-            continue;
-        }
-        let offsets = entry.get("data_offsets").and_then(Value::as_array);
-        let end = match offsets.map(Vec::as_slice) {
-            Some([start, end]) => start.as_u64().zip(end.as_u64()).map(|(_, end)| end),
-            _ => None,
-        };
-        let Some(end) = end.and_then(|e| usize::try_from(e).ok()) else {
-            return Err(bad(format!(
-                "tensor `{name}` needs `data_offsets` [start, end]"
-            )));
-        };
-        ends.push((end, name));
-    }
-    ends.sort();
-    if let Some((end, name)) = ends
-        .into_iter()
-        .find(|&(end, _)| header_end.saturating_add(end) > bytes.len())
-    {
-        return Err(truncated(
-            format!("tensor `{name}`"),
-            header_end.saturating_add(end),
-        ));
-    }
-    Ok(metadata)
-}
-
 fn read_metadata(metadata: &HashMap<String, String>) -> Result<CaseMeta, CaseError> {
     let meta = |reason: String| CaseError::Metadata { reason };
     match metadata.get("format") {
@@ -551,21 +447,4 @@ fn read_metadata(metadata: &HashMap<String, String>) -> Result<CaseMeta, CaseErr
         }
     }
     Ok(case_meta)
-}
-
-fn st_dtype(dtype: DType) -> Dtype {
-    match dtype {
-        DType::Bf16 => Dtype::BF16,
-        DType::F32 => Dtype::F32,
-        DType::I32 => Dtype::I32,
-    }
-}
-
-fn from_st_dtype(dtype: Dtype) -> Option<DType> {
-    match dtype {
-        Dtype::BF16 => Some(DType::Bf16),
-        Dtype::F32 => Some(DType::F32),
-        Dtype::I32 => Some(DType::I32),
-        _ => None,
-    }
 }

@@ -4,26 +4,17 @@
 //! activations, depthwise conv weights at their kaiming bound (fan-in 4),
 //! F_B at `128^-0.5`, `A = exp(a_log) ∈ [1, 16]`, state ~ N(0, 0.1). Everything
 //! stored as bf16 is drawn and then rounded, so the stored values are what the
-//! reference reads.
+//! reference reads. The draws, slot tables and conv layouts are the shared
+//! ones of [`kda_host::generator`] (re-exported here).
 
-use half::bf16;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal};
+pub use kda_host::generator::{
+    ConvLayout, Draw, OUTPUT_SENTINEL, PAD_SLOT, SlotOptions, sentinel_output, slot_table, to_f32,
+};
 
-use crate::args::{HostTensor, KdaArgs};
+use crate::args::KdaArgs;
 use crate::config::HEAD_DIM;
-use crate::round::bf16_rne;
 
 const D: usize = HEAD_DIM;
-
-/// Sentinel pre-filled into `output`: every element must be overwritten, and no
-/// real output reaches it (|y| <= sqrt(128) · max |norm_weight| < 768).
-pub const OUTPUT_SENTINEL: f32 = -768.0;
-
-/// vLLM's padding slot id; slot 0 (the null block) is padding too.
-pub const PAD_SLOT: i32 = -1;
 
 /// How the raw gate's operands `f_a` (`raw_gate`) and `f_b_weight` are drawn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,16 +38,6 @@ pub enum DtBias {
     /// fla's inverse-softplus init of dt ∈ [1e-3, 1e-1]: realistic, but σ
     /// saturates and almost every decay is exactly 1.
     Fla,
-}
-
-/// Memory layout behind the `[slot, 3*dim, width]` conv-state view.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ConvLayout {
-    /// vLLM's DS `(blocks, dim, state_len)`: taps contiguous (the seed's layout).
-    #[default]
-    Ds,
-    /// vLLM's SD `(blocks, state_len, dim)`: channels contiguous.
-    Sd,
 }
 
 /// What to generate. Build with [`GenOptions::new`] and the setters.
@@ -256,90 +237,6 @@ pub fn generate(options: &GenOptions) -> KdaArgs {
     }
 }
 
-/// A bf16-exact tensor stored as F32 (for the "weights as f32" options).
-pub fn to_f32(t: &HostTensor) -> HostTensor {
-    let values = t.values().iter().map(|&v| v as f32).collect::<Vec<_>>();
-    HostTensor::new(values, t.shape().to_vec()).expect("same shape")
-}
-
-/// A row-major bf16 `[rows, cols]` output pre-filled with [`OUTPUT_SENTINEL`].
-pub fn sentinel_output(rows: usize, cols: usize) -> HostTensor {
-    HostTensor::new(
-        vec![bf16::from_f32(OUTPUT_SENTINEL); rows * cols],
-        vec![rows, cols],
-    )
-    .expect("output length")
-}
-
-/// The seeded draws every kernel's generator is built from (KdaSplit, GDN,
-/// Mamba-2): one ChaCha8 stream, consumed in call order.
-pub struct Draw(pub ChaCha8Rng);
-
-impl Draw {
-    pub fn new(seed: u64) -> Self {
-        Self(ChaCha8Rng::seed_from_u64(seed))
-    }
-
-    /// N(mean, std).
-    pub fn normal(&mut self, mean: f64, std: f64) -> f64 {
-        Normal::new(mean, std)
-            .expect("finite std")
-            .sample(&mut self.0)
-    }
-
-    /// U[low, high).
-    pub fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        self.0.random_range(low..high)
-    }
-
-    /// A row-major bf16 tensor of `draw`s, each rounded to nearest even.
-    pub fn bf16(
-        &mut self,
-        shape: Vec<usize>,
-        mut draw: impl FnMut(&mut Self) -> f64,
-    ) -> HostTensor {
-        let n = shape.iter().product();
-        let values: Vec<bf16> = (0..n).map(|_| bf16_rne(draw(self))).collect();
-        HostTensor::new(values, shape).expect("generated length")
-    }
-
-    /// A row-major f32 tensor of `draw`s.
-    pub fn f32(&mut self, shape: Vec<usize>, mut draw: impl FnMut(&mut Self) -> f64) -> HostTensor {
-        let n = shape.iter().product();
-        let values: Vec<f32> = (0..n).map(|_| draw(self) as f32).collect();
-        HostTensor::new(values, shape).expect("generated length")
-    }
-
-    /// The inverse softplus of `dt` log-uniform in [1e-3, 1e-1] (fla's and
-    /// Mamba's `dt_bias` init).
-    pub fn dt_bias_init(&mut self) -> f64 {
-        let dt = self.uniform(1e-3f64.ln(), 1e-1f64.ln()).exp().max(1e-4);
-        dt + (-(-dt).exp_m1()).ln()
-    }
-
-    /// A `[slots, channels, width]` bf16 conv state ~ N(0, 1) in `layout`.
-    pub fn conv_state(
-        &mut self,
-        slots: usize,
-        channels: usize,
-        width: usize,
-        layout: ConvLayout,
-    ) -> HostTensor {
-        let values: Vec<bf16> = (0..slots * channels * width)
-            .map(|_| bf16_rne(self.normal(0.0, 1.0)))
-            .collect();
-        let shape = vec![slots, channels, width];
-        match layout {
-            ConvLayout::Ds => HostTensor::new(values, shape),
-            ConvLayout::Sd => {
-                let strides = vec![width * channels, 1, channels];
-                HostTensor::strided(values, shape, strides)
-            }
-        }
-        .expect("conv storage matches its view")
-    }
-}
-
 /// N(0, std), optionally snapped to the grid `m·2^-bits`, |m| <= 127.
 fn gate_operand(g: &mut Draw, inputs: GateInputs, std: f64, bits: i32) -> f64 {
     let value = g.normal(0.0, std);
@@ -350,70 +247,6 @@ fn gate_operand(g: &mut Draw, inputs: GateInputs, std: f64, bits: i32) -> f64 {
             (value / unit).round().clamp(-127.0, 127.0) * unit
         }
     }
-}
-
-/// How [`slot_table`] draws a slot table.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SlotOptions {
-    /// Requests B.
-    pub requests: usize,
-    /// Tokens per request T.
-    pub tokens: u32,
-    /// Slots S of the cache tensors; at least `1 + B*T`.
-    pub num_slots: usize,
-    /// Probability that a request is padding (read slot 0 or -1).
-    pub padding: f64,
-    /// Probability that an eligible write slot of an active T > 1 request is
-    /// a hole (0 or -1). Eligible: neither the conv column 0 nor the read column.
-    pub holes: f64,
-    /// `slots` columns beyond T for T > 1 (never read; filled with -1).
-    pub slot_extra: usize,
-}
-
-/// `slots` (I32 `[B]` for T = 1, `[B, T + slot_extra]` for T > 1) and
-/// `accepted` (I32 `[B]`, T > 1 only) with the cache semantics of spec §2.
-/// Every request draws T distinct fresh slots from `1..num_slots` (vLLM gives
-/// each speculative token its own block); padding requests keep some of
-/// theirs, so a wrongly taken padding branch writes a visible slot. Panics if
-/// `num_slots <= B*T` or a probability is outside [0, 1].
-pub fn slot_table(rng: &mut ChaCha8Rng, o: &SlotOptions) -> (HostTensor, Option<HostTensor>) {
-    let (b, t) = (o.requests, o.tokens as usize);
-    assert!(
-        o.num_slots > b * t,
-        "num_slots = {} leaves no room for {b} requests of {t} distinct slots plus the null slot",
-        o.num_slots
-    );
-    let pad = |rng: &mut ChaCha8Rng| if rng.random_bool(0.5) { 0 } else { PAD_SLOT };
-    let mut pool: Vec<i32> = (1..o.num_slots as i32).collect();
-    pool.shuffle(rng);
-    let mut fresh = pool.into_iter();
-    let columns = if t == 1 { 1 } else { t + o.slot_extra };
-    let mut table = vec![PAD_SLOT; b * columns];
-    let mut accepted = Vec::with_capacity(b);
-    for request in 0..b {
-        let a = if t == 1 { 1 } else { rng.random_range(1..=t) };
-        accepted.push(a as i32);
-        let padding = rng.random_bool(o.padding);
-        let row = &mut table[request * columns..];
-        for (column, entry) in row[..t].iter_mut().enumerate() {
-            let slot = fresh.next().expect("num_slots checked");
-            let read = column == a - 1;
-            let unused = if padding {
-                read || rng.random_bool(0.5)
-            } else {
-                !read && column != 0 && rng.random_bool(o.holes)
-            };
-            *entry = if unused { pad(rng) } else { slot };
-        }
-    }
-    let slots = if t == 1 {
-        HostTensor::new(table, vec![b])
-    } else {
-        HostTensor::new(table, vec![b, columns])
-    }
-    .expect("slot table length");
-    let accepted = (t > 1).then(|| HostTensor::new(accepted, vec![b]).expect("accepted length"));
-    (slots, accepted)
 }
 
 #[cfg(test)]

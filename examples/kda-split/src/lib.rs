@@ -1,7 +1,9 @@
 //! KdaSplit, the fused KDA decode / spec-verify kernel, on the host side: its
 //! configuration, arguments and their contract, a float64 reference, a seeded
 //! case generator, and the safetensors case files that carry cases between
-//! tools (spec: `../shared/spec/KDA.md`).
+//! tools (spec: `../shared/spec/KDA.md`). What other kernels share with it
+//! lives in `kda-host` (host side) and `kda-std` (traced fragments); the
+//! modules here re-export those parts at their old paths.
 
 pub mod args;
 pub mod bench;
@@ -11,9 +13,9 @@ pub mod config;
 pub mod generator;
 pub mod kernel;
 pub mod reference;
-pub mod round;
+pub use kda_host::round;
 pub mod run;
-pub mod testing;
+pub use kda_host::testing;
 pub mod tuned;
 pub mod validate;
 

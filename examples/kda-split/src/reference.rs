@@ -5,79 +5,22 @@
 //! output to bf16 and the stored state to f32. The reference is order-free, so
 //! schedule knobs do not matter, except that gate mode 2's f32 F_B order can be
 //! emulated bit for bit (§8.14) to get the kernel's exact raw gates from
-//! Gaussian inputs.
+//! Gaussian inputs. The results type, the slot resolution and the
+//! activations are the shared ones of [`kda_host::reference`] (re-exported
+//! here).
 
 use half::bf16;
+pub use kda_host::reference::{Expected, Request, resolve_slots, sigmoid, silu, softplus};
+use kda_host::round::bf16_rne;
 
-use crate::args::{HostData, HostTensor, KdaArgs};
+use crate::args::KdaArgs;
 use crate::config::{HEAD_DIM, KdaConfig};
-use crate::round::bf16_rne;
 use crate::validate::{ArgError, validate};
 
 const D: usize = HEAD_DIM;
 
 /// Hard-wired epsilon inside the L2 norms of q and k (independent of `eps`).
 const L2_EPS: f64 = 1e-6;
-
-/// Results of one call, each a row-major copy of the whole tensor.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Expected {
-    /// `[R, dim]`; padding rows are zero.
-    pub output: Vec<bf16>,
-    /// `[R, dim]`, the output before its bf16 rounding.
-    pub output_f32: Vec<f32>,
-    /// `[S, H, 128, 128]` after the call; unwritten slots keep their values.
-    pub state: Vec<f32>,
-    /// The conv state's logical shape after the call.
-    pub conv_state: Vec<bf16>,
-}
-
-impl Expected {
-    /// The results before any request runs: `output_len` zero outputs (what
-    /// padding rows keep) and row-major copies of `state` (f32) and
-    /// `conv_state` (bf16), which unwritten slots keep.
-    pub fn initial(output_len: usize, state: &HostTensor, conv_state: &HostTensor) -> Self {
-        Self {
-            output: vec![bf16::ZERO; output_len],
-            output_f32: vec![0.0; output_len],
-            state: state
-                .to_contiguous()
-                .values()
-                .iter()
-                .map(|&v| v as f32) // exact: the values are f32
-                .collect(),
-            conv_state: conv_state
-                .to_contiguous()
-                .values()
-                .iter()
-                .map(|&v| bf16::from_f64(v)) // exact: the values are bf16
-                .collect(),
-        }
-    }
-
-    /// Writes the results into a launch's `output`, `state` and `conv_state`
-    /// as the kernel would (row-major copies of the same shapes), so the next
-    /// step of a chain can run on them.
-    pub fn write_back(
-        &self,
-        output: &mut HostTensor,
-        state: &mut HostTensor,
-        conv_state: &mut HostTensor,
-    ) {
-        let replace = |t: &mut HostTensor, data: HostData| {
-            *t = HostTensor::new(data, t.shape().to_vec())
-                .expect("expected results have the argument's shape");
-        };
-        replace(output, HostData::Bf16(self.output.clone()));
-        replace(state, HostData::F32(self.state.clone()));
-        replace(conv_state, HostData::Bf16(self.conv_state.clone()));
-    }
-
-    /// [`Expected::write_back`] into KdaSplit arguments.
-    pub fn apply(&self, args: &mut KdaArgs) {
-        self.write_back(&mut args.output, &mut args.state, &mut args.conv_state);
-    }
-}
 
 /// How the raw gate's F_B dot product is summed before its bf16 rounding.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,60 +34,10 @@ pub enum RawGateOrder {
     Mode2,
 }
 
-/// How request `b` uses the slot table (spec §2).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Request {
-    /// The read slot is `<= 0`: zero outputs, no writes.
-    Padding,
-    Active {
-        /// `accepted - 1` (T > 1), else 0: where the conv taps start.
-        offset: usize,
-        /// State slot read before any write.
-        read: usize,
-        /// Conv-state slot, read then rewritten in place.
-        conv: usize,
-        /// Per token, the state slot it stores to (`None` for a hole).
-        writes: Vec<Option<usize>>,
-    },
-}
-
 /// Resolves request `b` of a launch with `tokens` tokens. `args` must be valid
 /// (see [`validate`]); slot values are then known to be in range.
 pub fn resolve(tokens: u32, args: &KdaArgs, b: usize) -> Request {
     resolve_slots(tokens, &args.slots, args.accepted.as_ref(), b)
-}
-
-/// Spec §2 from the slot table alone, for any kernel with KdaSplit's cache
-/// semantics: `slots` is I32 `[B]` (T = 1) or `[B, >= T]` (T > 1), and
-/// `accepted` is I32 `[B]` with values in `1..=T` when T > 1 (ignored when
-/// T = 1). Panics on other layouts; validate first.
-pub fn resolve_slots(
-    tokens: u32,
-    slots: &HostTensor,
-    accepted: Option<&HostTensor>,
-    b: usize,
-) -> Request {
-    let t = tokens as usize;
-    let slot = |column: usize| {
-        let index: &[usize] = if t == 1 { &[b] } else { &[b, column] };
-        slots.get_i32(index).expect("slots is I32")
-    };
-    let offset = match accepted {
-        Some(accepted) if t > 1 => accepted.get_i32(&[b]).expect("accepted is I32") as usize - 1,
-        _ => 0,
-    };
-    let read = slot(offset);
-    if read <= 0 {
-        return Request::Padding;
-    }
-    Request::Active {
-        offset,
-        read: read as usize,
-        conv: slot(0) as usize,
-        writes: (0..t)
-            .map(|column| usize::try_from(slot(column)).ok().filter(|&s| s > 0))
-            .collect(),
-    }
 }
 
 /// The f64 reference of one call. Fails with the contract violations if `args`
@@ -349,20 +242,4 @@ fn gated_rms_norm(o: &[f64; D], input: &TokenInputs, args: &KdaArgs) -> [f64; D]
     let mean = o.iter().map(|x| x * x).sum::<f64>() / D as f64;
     let rstd = 1.0 / (mean + f64::from(args.eps)).sqrt();
     std::array::from_fn(|v| o[v] * rstd * args.norm_weight.get(&[v]) * input.gamma[v])
-}
-
-/// `1 / (1 + e^-z)`.
-pub fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
-}
-
-/// `z · σ(z)`.
-pub fn silu(z: f64) -> f64 {
-    z * sigmoid(z)
-}
-
-/// `ln(1 + e^z)`, exact (no threshold: kernels that return `z` above 20
-/// differ by less than `ln(1 + e^-20) ≈ 2.1e-9`).
-pub fn softplus(z: f64) -> f64 {
-    z.max(0.0) + (-z.abs()).exp().ln_1p()
 }

@@ -1,10 +1,10 @@
 //! Host-side arguments of a Mamba-2 decode launch (crate doc §1). Tensors are
-//! [`kda_split::HostTensor`] strided views, so the reference and the checks
+//! [`kda_host::HostTensor`] strided views, so the reference and the checks
 //! read through the caller's strides exactly as the kernel will.
 
 use std::fmt;
 
-use kda_split::{DType, Expected, HostTensor};
+use kda_host::{DType, Expected, HostTensor, KernelArgs};
 
 use crate::config::Mamba2Config;
 
@@ -167,6 +167,27 @@ impl Mamba2Args {
     /// run on them.
     pub fn apply(&mut self, expected: &Expected) {
         expected.write_back(&mut self.output, &mut self.state, &mut self.conv_state);
+    }
+}
+
+impl KernelArgs for Mamba2Args {
+    /// Kernel order (crate doc §1), absent optionals left out.
+    fn tensors(&self) -> Vec<&HostTensor> {
+        Arg::ALL.iter().filter_map(|&a| self.tensor(a)).collect()
+    }
+
+    fn written(&self) -> [usize; 3] {
+        [Arg::Output, Arg::State, Arg::ConvState].map(|arg| {
+            Arg::ALL
+                .iter()
+                .filter(|a| self.tensor(**a).is_some())
+                .position(|&a| a == arg)
+                .expect("written tensors are always passed")
+        })
+    }
+
+    fn written_mut(&mut self) -> [&mut HostTensor; 3] {
+        [&mut self.output, &mut self.state, &mut self.conv_state]
     }
 }
 

@@ -5,10 +5,9 @@
 //! (fan-in 4: ±0.5), `A = -U[1, 16]` (Mamba-2's `A_init_range`), `D` around
 //! 1, state ~ N(0, 0.1). Everything stored as bf16 is drawn and then rounded
 //! (RNE), so the stored values are what the reference reads. Slots come from
-//! KdaSplit's [`kda_split::slot_table`] with one token per request.
+//! KdaSplit's [`kda_host::slot_table`] with one token per request.
 
-use kda_split::generator::{Draw, SlotOptions, sentinel_output, slot_table, to_f32};
-use kda_split::{ConvLayout, HostTensor};
+use kda_host::{ConvLayout, Draw, HostTensor, SlotOptions, sentinel_output, slot_table, to_f32};
 
 use crate::args::Mamba2Args;
 use crate::config::Mamba2Config;
@@ -170,7 +169,7 @@ mod tests {
     use super::*;
     use crate::reference::{resolve, softplus};
     use crate::validate::validate;
-    use kda_split::generator::OUTPUT_SENTINEL;
+    use kda_host::OUTPUT_SENTINEL;
 
     #[test]
     fn same_seed_same_launch_and_every_variant_validates() {

@@ -160,6 +160,6 @@ pub use args::{Arg, Mamba2Args};
 pub use compare::{compare, footprint};
 pub use config::{ConfigError, Mamba2Config};
 pub use generator::{DtBias, GenOptions, generate};
-pub use kda_split::{Actual, ConvLayout, Expected, Report};
+pub use kda_host::{Actual, ConvLayout, Expected, Report};
 pub use reference::{reference, resolve};
 pub use validate::{ArgError, validate, validate_layout};

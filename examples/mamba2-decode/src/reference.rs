@@ -2,11 +2,10 @@
 //!
 //! Everything is computed in f64 from the exactly widened inputs; the only
 //! roundings are the rounding points of crate doc §5: the output to bf16
-//! (RNE, [`kda_split::round::bf16_rne`]) and the stored state to f32.
+//! (RNE, [`kda_host::bf16_rne`]) and the stored state to f32.
 
 use half::bf16;
-use kda_split::Expected;
-use kda_split::round::bf16_rne;
+use kda_host::{Expected, bf16_rne};
 
 use crate::args::Mamba2Args;
 use crate::config::Mamba2Config;
@@ -88,4 +87,4 @@ fn sequence(args: &Mamba2Args, slot: usize, b: usize, ch: usize) -> [f64; 4] {
     [tap(0), tap(1), tap(2), args.xbc.get(&[b, ch])]
 }
 
-pub use kda_split::reference::{sigmoid, silu, softplus};
+pub use kda_host::reference::{sigmoid, silu, softplus};

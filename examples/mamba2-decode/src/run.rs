@@ -2,12 +2,11 @@
 //! arguments (a bad call touches nothing), build the kernel for the conv
 //! weights' dtypes, specialise it on the call's strides, upload each tensor's
 //! storage as it is, launch on [`Plan::grid`] (clusters of a group's heads)
-//! and read back what the kernel writes. The device plumbing is KdaSplit's
-//! ([`kda_split::run::Prepared`]).
+//! and read back what the kernel writes. The device plumbing is the shared runner's
+//! ([`kda_host::Prepared`]).
 
+use kda_host::{Actual, DType, HostTensor, KernelArgs, Prepared};
 use kda_runtime::{Device, RuntimeError};
-use kda_split::run::Prepared;
-use kda_split::{Actual, DType, HostTensor};
 use thiserror::Error;
 
 use crate::args::{Arg, Mamba2Args};
@@ -28,7 +27,7 @@ pub enum RunError {
 /// The tensors in kernel parameter order (crate doc §1, absent optionals
 /// left out).
 pub fn tensor_args(args: &Mamba2Args) -> Vec<&HostTensor> {
-    Arg::ALL.iter().filter_map(|&a| args.tensor(a)).collect()
+    args.tensors()
 }
 
 /// Validate, build, load and upload.

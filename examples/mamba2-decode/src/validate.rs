@@ -11,10 +11,10 @@
 //!   overlap themselves;
 //! * values (once the layouts are valid): active slots inside `state` and
 //!   `conv_state` and distinct across requests (KdaSplit's slot-table check,
-//!   [`kda_split::check_slot_table`], with one token per request).
+//!   [`kda_host::check_slot_table`], with one token per request).
 
-use kda_split::validate::{Checker, Dim, LayoutIssue, ShapePattern, TensorArg, with_slot_table};
-use kda_split::{DType, SlotError};
+use kda_host::validate::{Checker, Dim, LayoutIssue, ShapePattern, TensorArg, with_slot_table};
+use kda_host::{DType, SlotError};
 use thiserror::Error;
 
 use crate::args::{Arg, Mamba2Args};
@@ -23,7 +23,7 @@ use crate::config::Mamba2Config;
 /// A violated precondition.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum ArgError {
-    #[error("{arg}: dtype {found} is not allowed; expected {}", kda_split::args::dtype_list(arg.dtypes()))]
+    #[error("{arg}: dtype {found} is not allowed; expected {}", kda_host::dtype_list(arg.dtypes()))]
     Dtype { arg: Arg, found: DType },
     #[error("{arg}: shape {found:?} does not match {expected}{why}")]
     Shape {
@@ -160,7 +160,7 @@ impl From<LayoutIssue<Arg>> for ArgError {
 mod tests {
     use super::*;
     use crate::generator::{GenOptions, generate};
-    use kda_split::HostTensor;
+    use kda_host::HostTensor;
 
     fn case() -> (Mamba2Config, Mamba2Args) {
         let config = Mamba2Config::new(2, 1).unwrap();

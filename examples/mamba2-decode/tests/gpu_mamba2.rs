@@ -6,8 +6,8 @@
 mod common;
 
 use common::{Point, model};
+use kda_host::testing::run_matrix;
 use kda_runtime::cuda::gpu_or_skip;
-use kda_split::testing::Verdicts;
 
 #[test]
 fn matrix_on_the_gpu_matches_the_reference_and_the_simulator() {
@@ -18,18 +18,17 @@ fn matrix_on_the_gpu_matches_the_reference_and_the_simulator() {
 #[test]
 fn model_shapes_on_the_gpu_match_the_reference() {
     let Some(gpu) = gpu_or_skip() else { return };
-    let mut verdicts = Verdicts::default();
     // Mamba-2 2.7B (80 heads in one group: clusters of 16, 5 heads per CTA),
     // Nemotron-H / Codestral (128 heads in 8 groups: clusters of 16) and a
     // tensor-parallel slice at batch 32 (24 heads: clusters of 12).
-    for (heads, n_groups, requests) in [(80, 1, 4), (128, 8, 2), (24, 1, 32)] {
-        let point = Point {
-            requests,
-            ..model(heads, n_groups)
-        };
-        common::check(&gpu, &mut verdicts, &point, u64::from(heads), false);
-    }
-    verdicts.assert_all_passed();
+    let points = [(80, 1, 4), (128, 8, 2), (24, 1, 32)].map(|(heads, n_groups, requests)| Point {
+        requests,
+        ..model(heads, n_groups)
+    });
+    run_matrix(&gpu, points, Point::label, |dev, point| {
+        common::check(dev, point, u64::from(point.heads), false)
+    })
+    .assert_all_passed();
 }
 
 /// Benchmark rows for docs/perf.md: µs per step and state traffic at batch 1

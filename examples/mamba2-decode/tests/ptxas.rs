@@ -7,7 +7,7 @@
 mod common;
 
 use common::{MATRIX, model};
-use kda_split::testing::assembles_without_spills;
+use kda_host::testing::assembles_without_spills;
 use mamba2_decode::kernel::{Plan, build};
 
 #[test]

@@ -2,12 +2,12 @@
 //! the D and z options, the group mapping, the conv update and padding.
 
 use half::bf16;
-use kda_split::compare::{STATE_LIMIT, rel_error};
-use kda_split::generator::OUTPUT_SENTINEL;
-use kda_split::testing::{
+use kda_host::OUTPUT_SENTINEL;
+use kda_host::testing::{
     assert_request_rows, assert_slots_written, bf16s, close, gather_channels, tensor,
 };
-use kda_split::{ConvLayout, HostTensor};
+use kda_host::{ConvLayout, HostTensor};
+use kda_host::{STATE_LIMIT, rel_error};
 use mamba2_decode::reference::{silu, softplus};
 use mamba2_decode::{
     Actual, GenOptions, Mamba2Args, Mamba2Config, compare, generate, reference, resolve,
@@ -70,7 +70,7 @@ fn hand_computed_single_head() {
     }
     for p in 0..16 {
         assert!(close(f64::from(e.output_f32[p]), y, 1e-7), "{p}");
-        assert_eq!(e.output[p], kda_split::round::bf16_rne(y));
+        assert_eq!(e.output[p], kda_host::bf16_rne(y));
     }
     // Conv slot 1: [C1, C2, xbc].
     let conv = args.conv_state.values();

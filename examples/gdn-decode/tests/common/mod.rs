@@ -6,7 +6,10 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use gdn_decode::kernel::Schedule;
-use gdn_decode::{ConvLayout, GdnArgs, GdnConfig, GenOptions, generate};
+use gdn_decode::run::{RunError, run_with};
+use gdn_decode::{ConvLayout, GdnArgs, GdnConfig, GenOptions, compare, generate, reference};
+use kda_host::testing::{Agreement, Verdict, Verdicts, run_matrix};
+use kda_runtime::{Device, SimDevice};
 
 #[derive(Clone, Debug)]
 pub struct Point {
@@ -96,4 +99,41 @@ impl Point {
             if self.variant { " f32-weights SD" } else { "" }
         )
     }
+}
+
+/// Runs `point`'s launch drawn with `seed` on `dev` and compares it with the
+/// reference and, with `against_sim`, with the simulator (whose conv state
+/// must be identical).
+pub fn check<D: Device>(
+    dev: &D,
+    point: &Point,
+    seed: u64,
+    against_sim: bool,
+) -> Result<Verdict, RunError> {
+    let (cfg, args) = (point.config(), point.args(seed));
+    let expected = reference(&cfg, &args).expect("valid arguments");
+    let schedule = point.schedule();
+    let actual = run_with(dev, &cfg, &args, &schedule)?;
+    let report = compare(&cfg, &args, &actual, &expected);
+    if !against_sim {
+        return Ok(report.into());
+    }
+    let sim = run_with(&SimDevice::new(), &cfg, &args, &schedule)?;
+    let agreement = Agreement::of(&actual, &sim);
+    Ok(Verdict {
+        report,
+        extra_ok: agreement.conv_identical,
+        note: format!(": vs simulator: {agreement}"),
+    })
+}
+
+/// [`check`] of every matrix point on `dev` (point `n` drawn with seed
+/// `100 + n`).
+pub fn check_matrix<D: Device>(dev: &D, against_sim: bool) -> Verdicts {
+    run_matrix(
+        dev,
+        MATRIX.iter().enumerate(),
+        |(_, point)| point.label(),
+        |dev, &(n, point)| check(dev, point, 100 + n as u64, against_sim),
+    )
 }

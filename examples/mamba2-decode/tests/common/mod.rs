@@ -5,9 +5,9 @@
 
 #![allow(dead_code)]
 
+use kda_host::testing::{Agreement, Verdict, run_matrix};
 use kda_runtime::{Device, SimDevice};
-use kda_split::testing::{Agreement, Verdicts};
-use mamba2_decode::run::run;
+use mamba2_decode::run::{RunError, run};
 use mamba2_decode::{
     ConvLayout, DtBias, GenOptions, Mamba2Args, Mamba2Config, compare, generate, reference,
 };
@@ -129,37 +129,39 @@ impl Point {
     }
 }
 
-/// Runs `point`'s launch drawn with `seed` on `dev` and records how it
-/// compares with the reference and, with `against_sim`, with the simulator
-/// (whose conv state must be identical).
+/// Runs `point`'s launch drawn with `seed` on `dev` and compares it with the
+/// reference and, with `against_sim`, with the simulator (whose conv state
+/// must be identical).
 pub fn check<D: Device>(
     dev: &D,
-    verdicts: &mut Verdicts,
     point: &Point,
     seed: u64,
     against_sim: bool,
-) {
-    let (cfg, args, label) = (point.config(), point.args(seed), point.label());
+) -> Result<Verdict, RunError> {
+    let (cfg, args) = (point.config(), point.args(seed));
     let expected = reference(&cfg, &args).expect("valid arguments");
-    let actual = match run(dev, &cfg, &args) {
-        Ok(actual) => actual,
-        Err(e) => return verdicts.error(&label, e),
-    };
+    let actual = run(dev, &cfg, &args)?;
     let report = compare(&cfg, &args, &actual, &expected);
     if !against_sim {
-        return verdicts.record(&label, &report, true, "");
+        return Ok(report.into());
     }
-    let sim = run(&SimDevice::new(), &cfg, &args).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let sim = run(&SimDevice::new(), &cfg, &args)?;
     let agreement = Agreement::of(&actual, &sim);
-    let note = format!(": vs simulator {agreement}");
-    verdicts.record(&label, &report, agreement.conv_identical, &note);
+    Ok(Verdict {
+        report,
+        extra_ok: agreement.conv_identical,
+        note: format!(": vs simulator {agreement}"),
+    })
 }
 
-/// [`check`] of every matrix point on `dev`; panics listing the failures.
+/// [`check`] of every matrix point on `dev` (point `n` drawn with seed
+/// `100 + n`); panics listing the failures.
 pub fn check_matrix<D: Device>(dev: &D, against_sim: bool) {
-    let mut verdicts = Verdicts::default();
-    for (n, point) in MATRIX.iter().enumerate() {
-        check(dev, &mut verdicts, point, 100 + n as u64, against_sim);
-    }
-    verdicts.assert_all_passed();
+    run_matrix(
+        dev,
+        MATRIX.iter().enumerate(),
+        |(_, point)| point.label(),
+        |dev, &(n, point)| check(dev, point, 100 + n as u64, against_sim),
+    )
+    .assert_all_passed();
 }

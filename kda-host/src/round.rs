@@ -9,6 +9,16 @@
 use half::bf16;
 
 /// Round-to-nearest-even of `x` to bfloat16 (subnormals and overflow included).
+///
+/// ```
+/// use kda_host::bf16_rne;
+///
+/// // 1 + 2^-8 ties between 1 and 1 + 2^-7 (to even: 1); a sticky bit far
+/// // below f32 precision breaks the tie upwards.
+/// let tie = 1.0 + 2f64.powi(-8);
+/// assert_eq!(bf16_rne(tie).to_f64(), 1.0);
+/// assert_eq!(bf16_rne(tie + 2f64.powi(-40)).to_f64(), 1.0 + 2f64.powi(-7));
+/// ```
 pub fn bf16_rne(x: f64) -> bf16 {
     if !x.is_finite() || x == 0.0 {
         return bf16::from_f64(x);

@@ -1,12 +1,18 @@
-//! Helpers for the reference tests of every kernel with KdaSplit's host
-//! tensors and cache semantics (KdaSplit, GDN, Mamba-2): building tensors,
-//! relative closeness, channel gathers and slot-footprint assertions.
+//! Helpers for the tests of every kernel with these host tensors and cache
+//! semantics (KdaSplit, GDN, Mamba-2): building tensors, relative closeness,
+//! channel gathers, slot-footprint assertions, the ptxas spill check, and a
+//! configuration matrix run once per device ([`run_matrix`]) whose verdicts
+//! are collected in [`Verdicts`].
+
+use std::fmt;
 
 use half::bf16;
+use kda_runtime::Device;
 
-use crate::args::{DType, HostData, HostTensor};
+use crate::compare::{Actual, Report, rel_error, ulp_distance};
 use crate::generator::OUTPUT_SENTINEL;
 use crate::reference::Expected;
+use crate::tensor::{DType, HostData, HostTensor};
 
 /// Values rounded to bf16 (RNE).
 pub fn bf16s(values: impl IntoIterator<Item = f64>) -> Vec<bf16> {
@@ -15,7 +21,7 @@ pub fn bf16s(values: impl IntoIterator<Item = f64>) -> Vec<bf16> {
 
 /// A row-major tensor; panics if `data` does not fill `shape`.
 pub fn tensor(data: impl Into<HostData>, shape: Vec<usize>) -> HostTensor {
-    HostTensor::new(data, shape).unwrap()
+    HostTensor::new(data, shape).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `|a - b| <= rel · |b|` (with `|b|` at least 1e-30).
@@ -131,11 +137,11 @@ pub fn conv_width(base: &HostTensor, width: usize) -> HostTensor {
     tensor(bf16s(out), vec![slots, channels, width])
 }
 
-/// [`crate::compare::rel_error`] of two f32 slices.
+/// [`rel_error`] of two f32 slices.
 pub fn rel_error_f32(a: &[f32], b: &[f32]) -> f64 {
     let a: Vec<f64> = a.iter().map(|&v| f64::from(v)).collect();
     let b: Vec<f64> = b.iter().map(|&v| f64::from(v)).collect();
-    crate::compare::rel_error(&a, &b)
+    rel_error(&a, &b)
 }
 
 /// Compiles `kernel` and assembles its PTX with `ptxas -arch=sm_90a`,
@@ -178,12 +184,13 @@ pub struct Agreement {
 }
 
 impl Agreement {
-    pub fn of(a: &crate::Actual, b: &crate::Actual) -> Agreement {
+    /// How `a` and `b` agree.
+    pub fn of(a: &Actual, b: &Actual) -> Agreement {
         let outputs = a.output.iter().zip(&b.output);
         Agreement {
             outputs_differing: outputs.clone().filter(|(x, y)| x != y).count(),
             max_ulp: outputs
-                .map(|(x, y)| crate::compare::ulp_distance(*x, *y))
+                .map(|(x, y)| ulp_distance(*x, *y))
                 .max()
                 .unwrap_or(0),
             state_max_diff: a
@@ -197,8 +204,8 @@ impl Agreement {
     }
 }
 
-impl std::fmt::Display for Agreement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Agreement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{} outputs differ (max {} bf16 ulp), state max |diff| {:.2e}, conv state {}",
@@ -225,7 +232,7 @@ pub struct Verdicts {
 impl Verdicts {
     /// Records a run's `report` (`ok` also needs `extra_ok`), with `note`
     /// after the label.
-    pub fn record(&mut self, label: &str, report: &crate::Report, extra_ok: bool, note: &str) {
+    pub fn record(&mut self, label: &str, report: &Report, extra_ok: bool, note: &str) {
         let passed = report.passed() && extra_ok;
         println!("{} {label}{note}", if passed { "ok  " } else { "FAIL" });
         if !passed {
@@ -235,12 +242,93 @@ impl Verdicts {
     }
 
     /// Records a run that did not happen.
-    pub fn error(&mut self, label: &str, error: impl std::fmt::Display) {
+    pub fn error(&mut self, label: &str, error: impl fmt::Display) {
         println!("ERR  {label}: {error}");
         self.failed.push(label.to_string());
     }
 
+    /// Labels of the configurations that failed or did not run, in order.
+    pub fn failed(&self) -> &[String] {
+        &self.failed
+    }
+
+    /// Panics listing the failed configurations, if any.
     pub fn assert_all_passed(&self) {
         assert!(self.failed.is_empty(), "failed: {:#?}", self.failed);
     }
+
+    /// Records `verdict` under `label`.
+    pub fn push(&mut self, label: &str, verdict: &Verdict) {
+        self.record(label, &verdict.report, verdict.extra_ok, &verdict.note);
+    }
+}
+
+/// The verdict of one configuration of a matrix: its comparison with the
+/// reference, plus a condition of the test's own (e.g. the conv state agrees
+/// bit for bit with the simulator's) and a note printed after the label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// The comparison with the reference.
+    pub report: Report,
+    /// A further condition the configuration must meet.
+    pub extra_ok: bool,
+    /// Printed after the label (e.g. the agreement with the simulator).
+    pub note: String,
+}
+
+impl From<Report> for Verdict {
+    fn from(report: Report) -> Self {
+        Self {
+            report,
+            extra_ok: true,
+            note: String::new(),
+        }
+    }
+}
+
+/// Runs every configuration of a matrix on `dev` and collects the verdicts,
+/// so that a kernel's simulator and GPU tests share one loop: `run` checks
+/// one point on the device (`Err`: the run did not happen, recorded as a
+/// failure), `label` names it. Call [`Verdicts::assert_all_passed`] on the
+/// result.
+///
+/// ```
+/// use kda_host::testing::{Verdict, run_matrix};
+/// use kda_host::{Check, Measure, Report};
+/// use kda_runtime::SimDevice;
+///
+/// let report = |passed: bool| Report {
+///     checks: vec![Check {
+///         name: "output",
+///         measure: Measure::Mismatches { count: usize::from(!passed), total: 1 },
+///         passed,
+///         note: String::new(),
+///     }],
+/// };
+/// let verdicts = run_matrix(
+///     &SimDevice::new(),
+///     [1, 2, 3],
+///     |n| format!("point {n}"),
+///     |_dev, &n| match n {
+///         3 => Err("no kernel"),
+///         n => Ok::<Verdict, &str>(report(n == 1).into()),
+///     },
+/// );
+/// assert_eq!(verdicts.failed(), ["point 2", "point 3"]);
+/// ```
+pub fn run_matrix<D: Device, P, E: fmt::Display>(
+    dev: &D,
+    points: impl IntoIterator<Item = P>,
+    label: impl Fn(&P) -> String,
+    mut run: impl FnMut(&D, &P) -> Result<Verdict, E>,
+) -> Verdicts {
+    let mut verdicts = Verdicts::default();
+    for point in points {
+        let label = label(&point);
+        match run(dev, &point) {
+            Ok(verdict) => verdicts.push(&label, &verdict),
+            Err(e) => verdicts.error(&label, e),
+        }
+    }
+    verdicts
 }

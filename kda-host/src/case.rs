@@ -1,0 +1,405 @@
+//! Safetensors files of named host tensors plus string metadata, the generic
+//! layer under every kernel's case files: reading diagnoses truncation and
+//! header damage by tensor name before the safetensors crate parses the file
+//! ([`TensorFile::parse`]) and checks dtypes per tensor
+//! ([`TensorFile::tensor`]); writing is atomic ([`write_atomic`]), so a
+//! reader never sees a half-written case.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use half::bf16;
+use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, TensorView};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::tensor::{DType, HostTensor, dtype_list};
+
+/// Why a tensor file cannot be read or written.
+#[derive(Debug, Error)]
+pub enum FileError {
+    /// The file system failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file (or its temporary sibling) at fault.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file ends before a part its header announces.
+    #[error("file is truncated: {part} needs {needed} bytes but the file has {len}")]
+    Truncated {
+        /// The part cut off (the header length, the header, a tensor).
+        part: String,
+        /// Bytes that part needs.
+        needed: usize,
+        /// Bytes in the file.
+        len: usize,
+    },
+    /// The header is not a safetensors header.
+    #[error("bad header: {reason}")]
+    Header {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A tensor's dtype is not one the reader allows.
+    #[error("tensor `{name}` has dtype {found}; expected {allowed}")]
+    Dtype {
+        /// The tensor.
+        name: String,
+        /// Its safetensors dtype.
+        found: String,
+        /// The allowed dtypes, as [`dtype_list`] prints them.
+        allowed: String,
+    },
+    /// The safetensors crate rejected the data.
+    #[error("invalid safetensors data: {0}")]
+    Safetensors(#[from] SafeTensorError),
+}
+
+/// A parsed safetensors file, borrowing its bytes.
+pub struct TensorFile<'a> {
+    file: SafeTensors<'a>,
+    metadata: HashMap<String, String>,
+}
+
+impl<'a> TensorFile<'a> {
+    /// Diagnoses truncation and header damage by name (the safetensors
+    /// crate's errors do not say which tensor was cut off), then parses.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, FileError> {
+        let metadata = precheck(bytes)?;
+        let file = SafeTensors::deserialize(bytes)?;
+        Ok(Self { file, metadata })
+    }
+
+    /// `__metadata__` (empty if absent).
+    pub fn metadata(&self) -> &HashMap<String, String> {
+        &self.metadata
+    }
+
+    /// The tensor names, in file order.
+    pub fn names(&self) -> Vec<&str> {
+        self.file.names()
+    }
+
+    /// Tensor `name` as a row-major host tensor, `None` if absent; its dtype
+    /// must be one of `allowed`.
+    pub fn tensor(&self, name: &str, allowed: &[DType]) -> Result<Option<HostTensor>, FileError> {
+        let view = match self.file.tensor(name) {
+            Ok(view) => view,
+            Err(SafeTensorError::TensorNotFound(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let dtype = from_st_dtype(view.dtype()).filter(|d| allowed.contains(d));
+        let Some(dtype) = dtype else {
+            return Err(FileError::Dtype {
+                name: name.into(),
+                found: format!("{:?}", view.dtype()),
+                allowed: dtype_list(allowed),
+            });
+        };
+        // safetensors has matched the byte count to dtype and shape.
+        HostTensor::from_le_bytes(dtype, view.shape().to_vec(), view.data())
+            .map(Some)
+            .map_err(|e| FileError::Header {
+                reason: format!("tensor `{name}`: {e}"),
+            })
+    }
+}
+
+/// One tensor to write: its name, dtype, shape and little-endian row-major
+/// bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedTensor {
+    /// The key in the file.
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// Extents.
+    pub shape: Vec<usize>,
+    /// Little-endian row-major contents.
+    pub data: Vec<u8>,
+}
+
+impl NamedTensor {
+    /// The logical (row-major) contents of `t`.
+    pub fn of(name: impl Into<String>, t: &HostTensor) -> Self {
+        Self {
+            name: name.into(),
+            dtype: t.dtype(),
+            shape: t.shape().to_vec(),
+            data: t.to_le_bytes(),
+        }
+    }
+
+    /// A 0-d F32 scalar.
+    pub fn scalar(name: impl Into<String>, value: f32) -> Self {
+        Self {
+            name: name.into(),
+            dtype: DType::F32,
+            shape: vec![],
+            data: value.to_le_bytes().to_vec(),
+        }
+    }
+
+    /// bf16 `values` under `shape` (checked when serialised).
+    pub fn bf16(name: impl Into<String>, shape: &[usize], values: &[bf16]) -> Self {
+        Self {
+            name: name.into(),
+            dtype: DType::Bf16,
+            shape: shape.to_vec(),
+            data: values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    /// f32 `values` under `shape` (checked when serialised).
+    pub fn f32(name: impl Into<String>, shape: &[usize], values: &[f32]) -> Self {
+        Self {
+            name: name.into(),
+            dtype: DType::F32,
+            shape: shape.to_vec(),
+            data: values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+}
+
+/// The safetensors bytes of `tensors` with `metadata` as `__metadata__`.
+/// Fails if a tensor's bytes do not fill its shape.
+pub fn serialize(
+    tensors: &[NamedTensor],
+    metadata: HashMap<String, String>,
+) -> Result<Vec<u8>, FileError> {
+    let views = tensors
+        .iter()
+        .map(|t| {
+            let view = TensorView::new(st_dtype(t.dtype), t.shape.clone(), &t.data)?;
+            Ok((t.name.as_str(), view))
+        })
+        .collect::<Result<Vec<_>, SafeTensorError>>()?;
+    Ok(safetensors::serialize(views, Some(metadata))?)
+}
+
+/// The bytes of the file at `path`.
+pub fn read(path: &Path) -> Result<Vec<u8>, FileError> {
+    fs::read(path).map_err(|source| FileError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes `bytes` to `path` atomically: into a fresh temporary file in the
+/// same folder, synced to disk, then renamed over `path` (and the folder
+/// synced), so readers see the old file or the whole new one, never a part.
+/// The temporary file is removed if anything fails.
+///
+/// ```
+/// use kda_host::case::{read, write_atomic};
+///
+/// let dir = std::env::temp_dir().join(format!("kda-host-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("case.safetensors");
+/// write_atomic(&path, b"first")?;
+/// write_atomic(&path, b"second")?;
+/// assert_eq!(read(&path)?, b"second");
+/// // Nothing but the file itself is left in the folder.
+/// assert_eq!(std::fs::read_dir(&dir)?.count(), 1);
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| FileError::Io { path, source }
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "case".into(), |n| n.to_string_lossy().into_owned());
+    let temp = path.with_file_name(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = File::create_new(&temp)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        })
+        .map_err(io(&temp))
+        .and_then(|()| fs::rename(&temp, path).map_err(io(path)));
+    if let Err(e) = written {
+        // Best effort: the error that matters is the one above.
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    sync_folder(path)
+}
+
+/// Makes the rename durable (Unix: fsync the folder); a no-op elsewhere.
+fn sync_folder(path: &Path) -> Result<(), FileError> {
+    #[cfg(unix)]
+    {
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        File::open(folder)
+            .and_then(|f| f.sync_all())
+            .map_err(|source| FileError::Io {
+                path: folder.to_owned(),
+                source,
+            })?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// Returns `__metadata__` (empty if absent) once the header parses and every
+/// tensor's bytes are present.
+fn precheck(bytes: &[u8]) -> Result<HashMap<String, String>, FileError> {
+    let truncated = |part: String, needed: usize| FileError::Truncated {
+        part,
+        needed,
+        len: bytes.len(),
+    };
+    let Some(prefix) = bytes.first_chunk::<8>() else {
+        return Err(truncated("the 8-byte header length".into(), 8));
+    };
+    let n = u64::from_le_bytes(*prefix);
+    let header_end = usize::try_from(n).ok().and_then(|n| n.checked_add(8));
+    let Some(header) = header_end.and_then(|end| bytes.get(8..end)) else {
+        let needed = header_end.unwrap_or(usize::MAX);
+        return Err(truncated(format!("the {n}-byte header"), needed));
+    };
+    let header_end = 8 + header.len();
+    let bad = |reason: String| FileError::Header { reason };
+    let text = std::str::from_utf8(header).map_err(|e| bad(format!("not UTF-8: {e}")))?;
+    let json: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    let Value::Object(entries) = json else {
+        return Err(bad("the header must be a JSON object".into()));
+    };
+    let mut ends = Vec::new();
+    let mut metadata = HashMap::new();
+    for (name, entry) in &entries {
+        if name == "__metadata__" {
+            let strings = entry.as_object().and_then(|m| {
+                m.iter()
+                    .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect::<Option<HashMap<_, _>>>()
+            });
+            metadata =
+                strings.ok_or_else(|| bad("__metadata__ must map names to strings".into()))?;
+            continue;
+        }
+        let offsets = entry.get("data_offsets").and_then(Value::as_array);
+        let end = match offsets.map(Vec::as_slice) {
+            Some([start, end]) => start.as_u64().zip(end.as_u64()).map(|(_, end)| end),
+            _ => None,
+        };
+        let Some(end) = end.and_then(|e| usize::try_from(e).ok()) else {
+            return Err(bad(format!(
+                "tensor `{name}` needs `data_offsets` [start, end]"
+            )));
+        };
+        ends.push((end, name));
+    }
+    ends.sort();
+    if let Some((end, name)) = ends
+        .into_iter()
+        .find(|&(end, _)| header_end.saturating_add(end) > bytes.len())
+    {
+        return Err(truncated(
+            format!("tensor `{name}`"),
+            header_end.saturating_add(end),
+        ));
+    }
+    Ok(metadata)
+}
+
+fn st_dtype(dtype: DType) -> Dtype {
+    match dtype {
+        DType::Bf16 => Dtype::BF16,
+        DType::F32 => Dtype::F32,
+        DType::I32 => Dtype::I32,
+    }
+}
+
+fn from_st_dtype(dtype: Dtype) -> Option<DType> {
+    match dtype {
+        Dtype::BF16 => Some(DType::Bf16),
+        Dtype::F32 => Some(DType::F32),
+        Dtype::I32 => Some(DType::I32),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file() -> Vec<u8> {
+        let t = HostTensor::new(vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)], vec![2]).unwrap();
+        let tensors = [NamedTensor::of("t", &t), NamedTensor::scalar("s", 0.25)];
+        let metadata = HashMap::from([("format".to_string(), "test/1".to_string())]);
+        serialize(&tensors, metadata).unwrap()
+    }
+
+    #[test]
+    fn tensors_and_metadata_round_trip() {
+        let bytes = file();
+        let f = TensorFile::parse(&bytes).unwrap();
+        assert_eq!(f.metadata()["format"], "test/1");
+        let t = f.tensor("t", &[DType::Bf16]).unwrap().unwrap();
+        assert_eq!(t.values(), [1.5, -2.0]);
+        assert_eq!(
+            f.tensor("s", &[DType::F32]).unwrap().unwrap().shape(),
+            [0usize; 0]
+        );
+        assert!(f.tensor("absent", &[DType::F32]).unwrap().is_none());
+        let err = f.tensor("t", &[DType::F32, DType::I32]).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "tensor `t` has dtype BF16; expected F32 or I32"
+        );
+    }
+
+    #[test]
+    fn truncation_is_named() {
+        let bytes = file();
+        let err = TensorFile::parse(&bytes[..bytes.len() - 1]).err().unwrap();
+        assert!(
+            matches!(err, FileError::Truncated { ref part, .. } if part.starts_with("tensor")),
+            "{err}"
+        );
+        let err = TensorFile::parse(&bytes[..4]).err().unwrap();
+        assert!(err.to_string().contains("8-byte header length"), "{err}");
+    }
+
+    #[test]
+    fn short_data_is_rejected_when_serialising() {
+        let bad = NamedTensor::f32("x", &[3], &[1.0, 2.0]);
+        assert!(matches!(
+            serialize(&[bad], HashMap::new()),
+            Err(FileError::Safetensors(_))
+        ));
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!("kda-host-atomic-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        // The target is a folder: the rename fails, and the temporary goes.
+        let target = dir.join("taken");
+        fs::create_dir_all(target.join("inner")).unwrap();
+        assert!(matches!(
+            write_atomic(&target, b"x"),
+            Err(FileError::Io { .. })
+        ));
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
