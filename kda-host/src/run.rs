@@ -6,9 +6,10 @@
 
 use half::bf16;
 use kda_ir::{Kernel, Scalar};
+use kda_runtime::typed::{self, Bound};
 use kda_runtime::{
-    AnyDevice, CudaDevice, Device, LaunchConfig, RuntimeError, ScalarArg, SimDevice, TensorShape,
-    bind_syms,
+    AnyDevice, CudaDevice, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg,
+    SimBuffer, SimDevice, TensorShape,
 };
 use thiserror::Error;
 
@@ -50,28 +51,49 @@ pub fn scalar(d: DType) -> Scalar {
     }
 }
 
-/// Shapes and strides of the kernel's tensor arguments, as `bind_syms`
-/// takes them.
-pub fn tensor_shapes(tensors: &[&HostTensor]) -> Vec<TensorShape> {
-    tensors
-        .iter()
-        .map(|t| TensorShape {
-            shape: t.shape().to_vec(),
-            strides: t.strides().to_vec(),
-        })
-        .collect()
+/// A tensor argument's shape and strides, as the launch checks them.
+pub fn tensor_shape(t: &HostTensor) -> TensorShape {
+    TensorShape {
+        shape: t.shape().to_vec(),
+        strides: t.strides().to_vec(),
+    }
 }
 
-/// `kernel` specialised on the strides of `tensors` (its tensor arguments in
-/// order), with the symbol values of the specialised kernel.
+/// Bind named host tensors (`buffers`: their uploads, or any stand-in of the
+/// same length) and scalars to `kernel` by parameter name.
+fn bind_named<'a, D: Device>(
+    kernel: &Kernel,
+    tensors: &[(&'static str, &HostTensor)],
+    buffers: &'a [D::Buffer],
+    scalars: &[(&'static str, ScalarArg)],
+) -> Result<Bound<'a, D>, RuntimeError> {
+    let erased: Vec<(&str, Option<ErasedArg<'a, D>>)> = tensors
+        .iter()
+        .zip(buffers)
+        .map(|(&(name, t), buf)| {
+            let arg = ErasedArg {
+                buf,
+                dtype: scalar(t.dtype()),
+                shape: tensor_shape(t),
+            };
+            (name, Some(arg))
+        })
+        .collect();
+    typed::bind::<D>(kernel, &erased, scalars)
+}
+
+/// `kernel` specialised on the strides of `tensors` (its tensor arguments
+/// by parameter name): strides become PTX constants, extents stay symbols.
 pub fn specialize(
     mut kernel: Kernel,
-    tensors: &[&HostTensor],
-) -> Result<(Kernel, Vec<i64>), RuntimeError> {
-    let shapes = tensor_shapes(tensors);
-    kernel.specialize_strides(&bind_syms(&kernel, &shapes)?);
-    let syms = bind_syms(&kernel, &shapes)?;
-    Ok((kernel, syms))
+    tensors: &[(&'static str, &HostTensor)],
+    scalars: &[(&'static str, ScalarArg)],
+) -> Result<Kernel, RuntimeError> {
+    // Binding checks names, dtypes and shapes, not memory: empty stand-ins.
+    let none: Vec<SimBuffer> = tensors.iter().map(|_| SimBuffer::zeroed(0)).collect();
+    let syms = bind_named::<SimDevice>(&kernel, tensors, &none, scalars)?.syms;
+    kernel.specialize_strides(&syms);
+    Ok(kernel)
 }
 
 fn storage_bytes(t: &HostTensor) -> Vec<u8> {
@@ -113,67 +135,77 @@ pub struct Prepared<D: Device> {
     pub module: D::Module,
     /// Grid, PDL, symbol values and scalars of every launch.
     pub cfg: LaunchConfig,
-    /// The uploaded tensors, in kernel parameter order.
+    /// The uploaded tensors, as [`KernelArgs::named_tensors`] lists them.
     pub buffers: Vec<D::Buffer>,
+    /// Where each of the kernel's tensors (in its parameter order) is in
+    /// `buffers`: binding by name fixed it once.
+    order: Vec<usize>,
 }
 
 impl<D: Device> Prepared<D> {
-    /// Specialise `kernel` on `tensors` (its tensor arguments in order), load
-    /// it and upload each tensor's storage as it is (strides included), for
-    /// launches on `grid` with these scalars.
-    pub fn new(
+    /// Specialise `kernel` on the strides of `args`' tensors, load it and
+    /// upload each tensor's storage as it is (strides included), for PDL
+    /// launches on `grid` with these scalars. The tensors and scalars bind
+    /// to the kernel's parameters by name; every extent, stride, alignment
+    /// and dtype is checked against the kernel's declarations.
+    pub fn new<A: KernelArgs>(
         dev: &D,
         kernel: Kernel,
-        tensors: &[&HostTensor],
+        args: &A,
         grid: [u32; 3],
-        scalars: Vec<ScalarArg>,
+        scalars: &[(&'static str, ScalarArg)],
     ) -> Result<Self, RuntimeError> {
-        let (kernel, syms) = specialize(kernel, tensors)?;
+        let tensors = args.named_tensors();
+        let kernel = specialize(kernel, &tensors, scalars)?;
         let module = dev.load(&kernel)?;
         let buffers = tensors
             .iter()
-            .map(|t| dev.upload(&storage_bytes(t)))
+            .map(|(_, t)| dev.upload(&storage_bytes(t)))
             .collect::<Result<Vec<_>, _>>()?;
-        let cfg = LaunchConfig {
-            grid,
-            pdl: true,
-            syms,
-            scalars,
-        };
+        let bound = bind_named::<D>(dev.module_kernel(&module), &tensors, &buffers, scalars)?;
+        let order = bound
+            .buffers
+            .iter()
+            .map(|&b| {
+                buffers
+                    .iter()
+                    .position(|u| std::ptr::eq(u, b))
+                    .expect("bound buffers are the uploaded ones")
+            })
+            .collect();
+        let cfg = bound.config(Launch::grid(grid).pdl(true));
         Ok(Prepared {
             kernel,
             module,
             cfg,
             buffers,
+            order,
         })
     }
 
     /// One launch on the uploaded buffers (results stay on the device).
     pub fn launch(&self, dev: &D) -> Result<(), RuntimeError> {
-        let refs: Vec<&D::Buffer> = self.buffers.iter().collect();
+        let refs: Vec<&D::Buffer> = self.order.iter().map(|&i| &self.buffers[i]).collect();
         dev.launch(&self.module, &self.cfg, &refs)
     }
 
-    /// Tensor argument `index` (of `tensors`, as uploaded) read back as a
-    /// row-major copy.
-    pub fn read(
+    /// Tensor `index` of `args` ([`KernelArgs::named_tensors`], as uploaded)
+    /// read back as a row-major copy.
+    pub fn read<A: KernelArgs>(
         &self,
         dev: &D,
-        tensors: &[&HostTensor],
+        args: &A,
         index: usize,
     ) -> Result<HostTensor, RuntimeError> {
+        let tensors = args.tensors();
         let storage = dev.download(&self.buffers[index])?;
         Ok(from_storage(tensors[index], &storage).to_contiguous())
     }
 
-    /// The written tensors (output, state, conv state: their indices in
-    /// `tensors`) read back.
-    pub fn actual(
-        &self,
-        dev: &D,
-        tensors: &[&HostTensor],
-        [output, state, conv_state]: [usize; 3],
-    ) -> Result<Actual, RuntimeError> {
+    /// Read back the tensors the kernel writes for the launch `args` (as
+    /// uploaded), as row-major copies.
+    pub fn results<A: KernelArgs>(&self, dev: &D, args: &A) -> Result<Actual, RuntimeError> {
+        let [output, state, conv_state] = args.written();
         let bf = |t: HostTensor| match t.data() {
             HostData::Bf16(v) => v.clone(),
             _ => unreachable!("bf16 tensor"),
@@ -183,17 +215,11 @@ impl<D: Device> Prepared<D> {
             _ => unreachable!("f32 tensor"),
         };
         Ok(Actual {
-            output: bf(self.read(dev, tensors, output)?),
+            output: bf(self.read(dev, args, output)?),
             output_f32: None,
-            state: f(self.read(dev, tensors, state)?),
-            conv_state: bf(self.read(dev, tensors, conv_state)?),
+            state: f(self.read(dev, args, state)?),
+            conv_state: bf(self.read(dev, args, conv_state)?),
         })
-    }
-
-    /// Read back the tensors the kernel writes for the launch `args` (as
-    /// uploaded), as row-major copies.
-    pub fn results<A: KernelArgs>(&self, dev: &D, args: &A) -> Result<Actual, RuntimeError> {
-        self.actual(dev, &args.tensors(), args.written())
     }
 }
 

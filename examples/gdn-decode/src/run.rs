@@ -46,7 +46,15 @@ pub fn kernel_for(
     schedule: &Schedule,
 ) -> Result<Kernel, RunError> {
     let kernel = kernel::build(cfg, &dtypes(args), schedule).map_err(RunError::Build)?;
-    Ok(specialize(kernel, &tensor_args(args))?.0)
+    Ok(specialize(kernel, &args.named_tensors(), &scalars(args))?)
+}
+
+/// The scalar arguments under their kernel parameter names.
+pub fn scalars(args: &GdnArgs) -> [(&'static str, ScalarArg); 2] {
+    [
+        ("scale", ScalarArg::F32(args.scale)),
+        ("eps", ScalarArg::F32(args.eps)),
+    ]
 }
 
 /// Validate, build, load and upload.
@@ -59,9 +67,7 @@ pub fn prepare<D: Device>(
     valid(validate(cfg, args))?;
     let kernel = kernel::build(cfg, &dtypes(args), schedule).map_err(RunError::Build)?;
     let grid = [cfg.num_v_heads, args.requests() as u32, 1];
-    let scalars = vec![ScalarArg::F32(args.scale), ScalarArg::F32(args.eps)];
-    let tensors = tensor_args(args);
-    Ok(Prepared::new(dev, kernel, &tensors, grid, scalars)?)
+    Ok(Prepared::new(dev, kernel, args, grid, &scalars(args))?)
 }
 
 /// Read back output, state and conv state of a launch of `args`.

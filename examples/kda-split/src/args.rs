@@ -192,9 +192,20 @@ impl KdaArgs {
 }
 
 impl KernelArgs for KdaArgs {
-    /// Spec order, `accepted` last (when present).
-    fn tensors(&self) -> Vec<&HostTensor> {
-        Arg::ALL.iter().filter_map(|&a| self.tensor(a)).collect()
+    /// Under the kernel's parameter names: the spec's, but the slot table
+    /// of a multi-token call (the one with `accepted`) is `slot_table`.
+    fn named_tensors(&self) -> Vec<(&'static str, &HostTensor)> {
+        let multi_token = self.accepted.is_some();
+        Arg::ALL
+            .iter()
+            .filter_map(|&a| {
+                let name = match a {
+                    Arg::Slots if multi_token => "slot_table",
+                    a => a.name(),
+                };
+                self.tensor(a).map(|t| (name, t))
+            })
+            .collect()
     }
 
     fn written(&self) -> [usize; 3] {

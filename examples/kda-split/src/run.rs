@@ -5,7 +5,7 @@
 //! the shared runner of [`kda_host::run`] (re-exported here).
 
 use kda_host::KernelArgs;
-pub use kda_host::run::{Chosen, Prepared, gpu_or_sim, scalar, specialize, tensor_shapes, valid};
+pub use kda_host::run::{Chosen, Prepared, gpu_or_sim, scalar, specialize, tensor_shape, valid};
 use kda_ir::Kernel;
 use kda_runtime::{Device, ScalarArg};
 
@@ -36,7 +36,16 @@ pub fn dtypes(args: &KdaArgs) -> Dtypes {
 /// dtypes and strides (strides become constants; extents stay symbols).
 pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, RunError> {
     let kernel = kernel::build(cfg, &dtypes(args)).map_err(RunError::Build)?;
-    Ok(specialize(kernel, &tensor_args(args))?.0)
+    Ok(specialize(kernel, &args.named_tensors(), &scalars(args))?)
+}
+
+/// The scalar arguments under their kernel parameter names.
+pub fn scalars(args: &KdaArgs) -> [(&'static str, ScalarArg); 3] {
+    [
+        ("lower_bound", ScalarArg::F32(args.lower_bound)),
+        ("scale", ScalarArg::F32(args.scale)),
+        ("eps", ScalarArg::F32(args.eps)),
+    ]
 }
 
 /// The kernel [`run`] launches for contiguous tensors of `cfg` (strides as
@@ -52,7 +61,7 @@ pub fn contiguous_kernel(cfg: &KdaConfig, weights_f32: bool) -> Result<Kernel, R
     kernel_for(cfg, &layout)
 }
 
-/// The tensors in kernel parameter order (spec order, `accepted` last).
+/// The tensors in spec order, `accepted` last (what the bench uploads).
 pub fn tensor_args(args: &KdaArgs) -> Vec<&HostTensor> {
     args.tensors()
 }
@@ -66,18 +75,7 @@ pub fn prepare<D: Device>(
     valid(validate(cfg, args))?;
     let kernel = kernel::build(cfg, &dtypes(args)).map_err(RunError::Build)?;
     let grid = [cfg.cluster(), cfg.heads, args.requests() as u32];
-    let scalars = vec![
-        ScalarArg::F32(args.lower_bound),
-        ScalarArg::F32(args.scale),
-        ScalarArg::F32(args.eps),
-    ];
-    Ok(Prepared::new(
-        dev,
-        kernel,
-        &tensor_args(args),
-        grid,
-        scalars,
-    )?)
+    Ok(Prepared::new(dev, kernel, args, grid, &scalars(args))?)
 }
 
 /// Validate, run once and read back.

@@ -171,9 +171,12 @@ impl Mamba2Args {
 }
 
 impl KernelArgs for Mamba2Args {
-    /// Kernel order (crate doc §1), absent optionals left out.
-    fn tensors(&self) -> Vec<&HostTensor> {
-        Arg::ALL.iter().filter_map(|&a| self.tensor(a)).collect()
+    /// Under the kernel's parameter names (the spec's), absent optionals left out.
+    fn named_tensors(&self) -> Vec<(&'static str, &HostTensor)> {
+        Arg::ALL
+            .iter()
+            .filter_map(|&a| self.tensor(a).map(|t| (a.name(), t)))
+            .collect()
     }
 
     fn written(&self) -> [usize; 3] {

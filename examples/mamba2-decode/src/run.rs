@@ -9,7 +9,7 @@ use kda_host::{Actual, DType, HostTensor, KernelArgs, Prepared};
 use kda_runtime::{Device, RuntimeError};
 use thiserror::Error;
 
-use crate::args::{Arg, Mamba2Args};
+use crate::args::Mamba2Args;
 use crate::config::Mamba2Config;
 use crate::kernel::{Plan, build};
 use crate::validate::{ArgError, validate};
@@ -43,26 +43,12 @@ pub fn prepare<D: Device>(
     let f32_bias = args.conv_bias.as_ref().map(HostTensor::dtype) == Some(DType::F32);
     let kernel = build(cfg, args.conv_weight.dtype() == DType::F32, f32_bias);
     let grid = Plan::new(cfg).grid(cfg, args.requests() as u32);
-    Ok(Prepared::new(
-        dev,
-        kernel,
-        &tensor_args(args),
-        grid,
-        vec![],
-    )?)
+    Ok(Prepared::new(dev, kernel, args, grid, &[])?)
 }
 
 /// Validate, run once and read back output, state and conv state.
 pub fn run<D: Device>(dev: &D, cfg: &Mamba2Config, args: &Mamba2Args) -> Result<Actual, RunError> {
     let prepared = prepare(dev, cfg, args)?;
     prepared.launch(dev)?;
-    let passed = Arg::for_config(cfg);
-    let at = |arg| {
-        passed
-            .iter()
-            .position(|&a| a == arg)
-            .expect("always passed")
-    };
-    let written = [Arg::Output, Arg::State, Arg::ConvState].map(at);
-    Ok(prepared.actual(dev, &tensor_args(args), written)?)
+    Ok(prepared.results(dev, args)?)
 }
