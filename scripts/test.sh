@@ -23,3 +23,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
     cargo test --workspace --locked --release --no-fail-fast
 fi
+
+echo "== python (kda package: wheel built by maturin, pytest on the simulator)"
+bash scripts/test-python.sh

@@ -1,0 +1,139 @@
+//! KdaSplit (spec `KDA.md`): the 17 positional arguments, plus `accepted`
+//! when `tokens > 1`.
+
+use kda_host::HostTensor;
+use kda_ir::Kernel;
+use kda_split::{Arg, ArgError, KdaArgs, KdaConfig};
+
+use crate::engine::Family;
+
+/// `schedule="auto"` (the tuned table, chosen per batch) or an explicit
+/// `[early, lanes, occupancy[, cluster[, evict]]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleChoice {
+    Auto,
+    Explicit(Vec<u32>),
+}
+
+pub struct Kda {
+    pub heads: u32,
+    pub tokens: u32,
+    pub gate_mode: u32,
+    pub has_bias: bool,
+    pub schedule: ScheduleChoice,
+}
+
+impl Family for Kda {
+    type Config = KdaConfig;
+    type Args = KdaArgs;
+    type Error = ArgError;
+    const CLASS: &'static str = "KdaSplit";
+
+    fn params(&self) -> Vec<(&'static str, bool)> {
+        Arg::for_tokens(self.tokens)
+            .iter()
+            .map(|a| (a.name(), a.is_scalar()))
+            .collect()
+    }
+
+    fn aligned16(&self) -> &'static [&'static str] {
+        &["raw_gate", "state", "f_b_weight"]
+    }
+
+    fn tokens(&self) -> u32 {
+        self.tokens
+    }
+
+    fn config(&self, requests: u32) -> Result<KdaConfig, String> {
+        let (h, t, g, b) = (self.heads, self.tokens, self.gate_mode, self.has_bias);
+        match &self.schedule {
+            ScheduleChoice::Auto => KdaConfig::tuned(h, requests, g, b, t),
+            ScheduleChoice::Explicit(s) => KdaConfig::new(h, requests, g, b, s, t),
+        }
+        .map_err(|e| format!("KdaSplit: {e}"))
+    }
+
+    fn assemble(&self, tensors: Vec<HostTensor>, scalars: &[f32]) -> KdaArgs {
+        let mut t = tensors.into_iter();
+        let mut next = || {
+            t.next()
+                .unwrap_or_else(|| HostTensor::zeros(kda_host::DType::F32, vec![0]))
+        };
+        let (x, weights, bias, conv_state, raw_gate, beta, a_log, dt_bias, slots, state) = (
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+        );
+        let (output, gate, norm_weight, f_b_weight) = (next(), next(), next(), next());
+        let accepted = (self.tokens > 1).then(next);
+        let s = |i: usize| scalars.get(i).copied().unwrap_or(0.0);
+        KdaArgs {
+            x,
+            weights,
+            bias,
+            conv_state,
+            raw_gate,
+            beta,
+            a_log,
+            dt_bias,
+            slots,
+            state,
+            output,
+            gate,
+            norm_weight,
+            lower_bound: s(0),
+            scale: s(1),
+            eps: s(2),
+            f_b_weight,
+            accepted,
+        }
+    }
+
+    fn validate_layout(cfg: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
+        kda_split::validate_layout(cfg, args)
+    }
+
+    fn validate(cfg: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
+        kda_split::validate(cfg, args)
+    }
+
+    fn is_type_error(e: &ArgError) -> bool {
+        matches!(e, ArgError::Dtype { .. })
+    }
+
+    fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, String> {
+        kda_split::run::kernel_for(cfg, args).map_err(|e| e.to_string())
+    }
+
+    fn contiguous_kernel(cfg: &KdaConfig) -> Result<Kernel, String> {
+        kda_split::run::contiguous_kernel(cfg, false).map_err(|e| e.to_string())
+    }
+
+    fn grid(cfg: &KdaConfig, requests: u32) -> [u32; 3] {
+        [cfg.cluster(), cfg.heads, requests]
+    }
+
+    fn describe(cfg: &KdaConfig) -> Vec<(&'static str, String)> {
+        let s = cfg.resolved_schedule();
+        vec![
+            ("heads", cfg.heads.to_string()),
+            ("tokens", cfg.tokens.to_string()),
+            ("batch", cfg.batch.to_string()),
+            ("gate_mode", (cfg.gate_mode as u32).to_string()),
+            ("has_bias", cfg.has_bias.to_string()),
+            ("schedule", format!("{:?}", cfg.schedule.raw())),
+            ("early", s.early.to_string()),
+            ("lanes", s.lanes.to_string()),
+            ("occupancy", s.occupancy.to_string()),
+            ("cluster", s.cluster.to_string()),
+            ("evict", s.evict.to_string()),
+        ]
+    }
+}

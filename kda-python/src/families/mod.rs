@@ -1,0 +1,3 @@
+//! The kernel crates as [`crate::engine::Family`]s.
+
+pub mod kda;

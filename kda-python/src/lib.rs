@@ -1,0 +1,20 @@
+//! The native module `kda._kda` behind the Python package `kda`: the
+//! KdaSplit, GDN and Mamba-2 decode kernels as callables launched in place,
+//! on the GPU (torch / cupy tensors, the caller's stream) or on the
+//! simulator (NumPy arrays). See docs/python.md.
+
+mod classes;
+mod engine;
+mod families;
+mod gpu;
+mod testing;
+mod view;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _kda(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    classes::register(m)?;
+    testing::register(m)?;
+    Ok(())
+}
