@@ -38,6 +38,13 @@ benches=$(cargo bench --workspace --locked --no-run --message-format=json --benc
 echo "== building the flagship CLI (main job, bench, autotune)"
 cargo build --release --locked -p kda-split --bin kda-split
 
+echo "== building the Python wheel (kda, abi3; docs/python.md)"
+venv=.venv-py
+[[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin==1.16.0
+rm -rf target/wheels-stage
+"$venv/bin/python" -m maturin build --release --locked --quiet -m kda-python/Cargo.toml --out target/wheels-stage
+
 rm -rf "$stage"
 mkdir -p "$stage/tests" "$stage/bench" "$stage/bin"
 strip_cmd=$(command -v strip || true)
@@ -57,6 +64,11 @@ while IFS=$'\t' read -r name path; do
     [[ -n "$name" ]] && stage_bin bench "$name" "$path"
 done <<<"$benches"
 stage_bin bin kda-split target/release/kda-split
+# The wheel with the Python tests and the benchmark against fla.
+mkdir -p "$stage/python"
+cp target/wheels-stage/kda-*.whl "$stage/python/"
+cp -r kda-python/tests kda-python/bench "$stage/python/"
+find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
 if [[ ! -x "$stage/tests/gpu_demo" ]]; then
     echo "error: no gpu_demo test binary was built" >&2
     exit 1
@@ -176,6 +188,21 @@ done
 # The flagship's main job (on the GPU) and its benchmark sweep.
 step "main-job" "$here/bin/kda-split"
 step "bench-kda-split" "$here/bin/kda-split" bench --json "$out/bench-kda-split.json"
+
+# The Python package (needs python3 with torch; no network): the wheel
+# installed into a scratch folder, its tests on torch tensors (GPU tests
+# fail rather than skip: KDA_REQUIRE_GPU), and KdaSplit timed against fla
+# in CUDA graphs (fla's rows only where fla is installed).
+if python3 -c "import torch, pytest" >/dev/null 2>&1; then
+    pydir="$out/python-site"
+    rm -rf "$pydir"
+    step "python-install" python3 -m pip install --no-deps --no-index --target "$pydir" "$here"/python/kda-*.whl
+    step "python-tests" env PYTHONPATH="$pydir" python3 -m pytest -q -p no:cacheprovider "$here/python/tests"
+    step "python-bench" env PYTHONPATH="$pydir" python3 "$here/python/bench/bench_kda.py"
+else
+    echo "== python"
+    record "python" "skipped (python3 with torch and pytest not found)"
+fi
 
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 exit $status
