@@ -435,6 +435,32 @@ pub fn rel_error(a: &[f64], e: &[f64]) -> f64 {
     }
 }
 
+/// The largest absolute difference between float32 results and a float64
+/// reference: NaN if any difference is NaN, infinite if the lengths differ,
+/// so a poisoned or short result never passes a `< tolerance` check.
+///
+/// ```
+/// use kda_host::compare::max_abs_error;
+///
+/// assert_eq!(max_abs_error(&[1.0, 2.5], &[1.0, 2.0]), 0.5);
+/// assert!(max_abs_error(&[f32::NAN], &[0.0]).is_nan());
+/// assert_eq!(max_abs_error(&[1.0], &[1.0, 2.0]), f64::INFINITY);
+/// ```
+pub fn max_abs_error(got: &[f32], want: &[f64]) -> f64 {
+    if got.len() != want.len() {
+        return f64::INFINITY;
+    }
+    let mut worst = 0.0f64;
+    for (&g, &w) in got.iter().zip(want) {
+        let d = (g as f64 - w).abs();
+        if d.is_nan() {
+            return f64::NAN;
+        }
+        worst = worst.max(d);
+    }
+    worst
+}
+
 /// Distance in bf16 steps (0 for +0 vs -0; NaN counts as far away).
 ///
 /// ```

@@ -22,7 +22,7 @@ pub mod validate;
 pub use args::KernelArgs;
 pub use compare::{
     Actual, Check, Footprint, Measure, OUTPUT_LIMIT, Report, STATE_LIMIT, compare_footprint,
-    compare_valid, rel_error, slot_footprint, ulp_distance,
+    compare_valid, max_abs_error, rel_error, slot_footprint, ulp_distance,
 };
 pub use generator::{
     ConvLayout, Draw, OUTPUT_SENTINEL, PAD_SLOT, SlotOptions, sentinel_output, slot_table, to_f32,

@@ -4,6 +4,7 @@
 
 use kda::ir::Kernel;
 use kda::runtime::{Device, DeviceTensor, Launch, RuntimeError};
+use kda_host::Draw;
 
 // Arguments bind to the loaded kernel by name, so step 5's `Tensors` and
 // `Args` launch the kernel of every step (all five share the signature).
@@ -30,21 +31,18 @@ impl Problem {
     /// Deterministic inputs (`seed` picks them). Requests use slots in
     /// reverse order and slot 0 is never used, so a wrong slot shows.
     pub fn new(rows: usize, channels: usize, seed: u64) -> Problem {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0 // in [-1, 1)
+        let mut d = Draw::new(seed);
+        let mut draw = |n: usize, scale: f64| -> Vec<f32> {
+            (0..n).map(|_| d.uniform(-scale, scale) as f32).collect()
         };
         Problem {
             rows,
             channels,
-            x: (0..rows * channels).map(|_| next()).collect(),
-            w: (0..channels).map(|_| 2.0 * next()).collect(),
-            b: (0..channels).map(|_| next()).collect(),
+            x: draw(rows * channels, 1.0),
+            w: draw(channels, 2.0),
+            b: draw(channels, 1.0),
             slots: (0..rows).map(|r| (rows - r) as i32).collect(),
-            state: (0..(rows + 1) * channels).map(|_| next()).collect(),
+            state: draw((rows + 1) * channels, 1.0),
         }
     }
 
@@ -97,11 +95,5 @@ pub fn run<D: Device>(
     Ok((t.state.to_vec(dev)?, t.y.to_vec(dev)?))
 }
 
-/// The largest absolute difference between a result and the reference.
-pub fn max_error(got: &[f32], want: &[f64]) -> f64 {
-    assert_eq!(got.len(), want.len());
-    got.iter()
-        .zip(want)
-        .map(|(&g, &w)| (g as f64 - w).abs())
-        .fold(0.0, f64::max)
-}
+/// The largest absolute difference from the reference (NaN-aware, infinite for a short result).
+pub use kda_host::max_abs_error as max_error;
