@@ -10,21 +10,27 @@ use crate::sim::{SimBuffer, SimDevice, SimModule};
 
 /// A CUDA device or the simulator.
 pub enum AnyDevice {
+    /// A CUDA GPU.
     Cuda(CudaDevice),
+    /// The CPU simulator.
     Sim(SimDevice),
 }
 
 /// A buffer of either device.
 #[derive(Debug)]
 pub enum AnyBuffer {
+    /// Device memory of a GPU.
     Cuda(CudaBuffer),
+    /// Simulator memory.
     Sim(SimBuffer),
 }
 
 /// A loaded kernel of either device.
 #[derive(Debug)]
 pub enum AnyModule {
+    /// A module loaded on a GPU.
     Cuda(CudaKernel),
+    /// A kernel decoded for the simulator.
     Sim(SimModule),
 }
 
@@ -40,6 +46,7 @@ impl AnyDevice {
         }
     }
 
+    /// Whether this is a GPU (not the simulator).
     pub fn is_gpu(&self) -> bool {
         matches!(self, AnyDevice::Cuda(_))
     }

@@ -4,23 +4,37 @@
 use thiserror::Error;
 
 #[derive(Debug, Error)]
+/// What can go wrong in a launch, a load or a device call.
 pub enum RuntimeError {
     /// The launch does not fit the kernel's declarations.
     #[error("bad launch of `{kernel}`: {msg}")]
-    BadLaunch { kernel: String, msg: String },
+    BadLaunch {
+        /// The kernel concerned.
+        kernel: String,
+        /// What does not fit.
+        msg: String,
+    },
     /// No CUDA driver could be loaded on this machine.
     #[error("no CUDA driver: {0}")]
     NoDriver(String),
     /// A CUDA driver call failed.
     #[error("{call} failed for `{kernel}`: {msg}")]
     Driver {
+        /// The driver entry point that failed (`cuLaunchKernelEx`, ..).
         call: &'static str,
+        /// The kernel concerned, or `<none>`.
         kernel: String,
+        /// The driver's error.
         msg: String,
     },
     /// The kernel did not verify or compile.
     #[error("kernel `{kernel}` failed to build:\n{msg}")]
-    Build { kernel: String, msg: String },
+    Build {
+        /// The kernel concerned.
+        kernel: String,
+        /// The verifier's, the pipeline's or the JIT's report.
+        msg: String,
+    },
     /// A typed launch argument does not fit the kernel's declaration.
     #[error(transparent)]
     Arg(#[from] Box<crate::typed::ArgError>),

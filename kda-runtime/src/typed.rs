@@ -82,39 +82,60 @@ pub enum ArgIssue {
     NotDeclared,
     /// Element type (tensors) or value type (scalars).
     Dtype {
+        /// The declared type.
         want: Scalar,
+        /// The argument's.
         got: Scalar,
     },
+    /// The number of dimensions.
     Rank {
+        /// Dimensions declared.
         want: usize,
+        /// Dimensions given.
         got: usize,
     },
     /// An extent or stride the kernel was built for.
     Fixed {
+        /// Extent or stride.
         what: Part,
+        /// The dimension.
         dim: usize,
+        /// The value the kernel was built for.
         want: u64,
+        /// The argument's.
         got: usize,
     },
     /// A symbol already bound to another value by an earlier parameter.
     Symbol {
+        /// Extent or stride.
         what: Part,
+        /// The dimension.
         dim: usize,
+        /// The argument's value.
         got: usize,
+        /// The symbol's name.
         sym: String,
+        /// Its value from the earlier parameter.
         bound: i64,
+        /// That parameter.
         by: String,
     },
     /// A stride whose rows break the declared `#[align]`.
     Unaligned {
+        /// The dimension whose stride is off.
         dim: usize,
+        /// Its stride in bytes.
         stride_bytes: usize,
+        /// The declared alignment.
         align: u32,
     },
     /// A value past what the kernel's 64-bit symbols hold.
     TooLarge {
+        /// Extent or stride.
         what: Part,
+        /// The dimension.
         dim: usize,
+        /// The argument's value.
         got: usize,
     },
 }
@@ -122,7 +143,9 @@ pub enum ArgIssue {
 /// An extent or a stride.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Part {
+    /// An extent (a dimension's length).
     Extent,
+    /// A stride in elements.
     Stride,
 }
 
@@ -180,16 +203,22 @@ impl fmt::Display for ArgIssue {
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[error("launch of `{kernel}`: argument `{param}` {issue}")]
 pub struct ArgError {
+    /// The kernel's name.
     pub kernel: String,
+    /// The parameter's name.
     pub param: String,
+    /// What is wrong with it.
     pub issue: ArgIssue,
 }
 
 /// The arguments of one launch, matched to the kernel: buffers, symbol
 /// values and scalars in the kernel's order.
 pub struct Bound<'a, D: Device> {
+    /// One buffer per kernel tensor, in the kernel's order.
     pub buffers: Vec<&'a D::Buffer>,
+    /// The value of each kernel symbol, in order.
     pub syms: Vec<i64>,
+    /// The scalar arguments, in the kernel's order.
     pub scalars: Vec<ScalarArg>,
 }
 
@@ -374,6 +403,7 @@ pub fn launch<D: Device>(
 
 /// Scalar argument conversion for the generated `Args::launch`.
 pub trait IntoScalarArg: Copy {
+    /// This value as a launch scalar of its own type.
     fn into_scalar_arg(self) -> ScalarArg;
 }
 

@@ -41,6 +41,7 @@ enum Mem {
 }
 
 impl CudaBuffer {
+    /// Bytes the buffer holds.
     pub fn bytes(&self) -> usize {
         self.bytes
     }

@@ -160,6 +160,7 @@ impl ModuleCache {
 /// Registers and memory of a loaded kernel, as the driver reports them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct KernelResources {
+    /// Registers per thread.
     pub registers: u32,
     /// Static shared memory per CTA.
     pub static_smem_bytes: u32,
@@ -262,6 +263,7 @@ impl CudaKernel {
         })
     }
 
+    /// The kernel's name (its PTX entry).
     pub fn name(&self) -> &str {
         &self.kernel.name
     }
@@ -286,6 +288,7 @@ impl CudaKernel {
         &self.image.jit_log
     }
 
+    /// Registers, shared and local memory of the loaded function, from the driver.
     pub fn resources(&self) -> KernelResources {
         self.resources
     }

@@ -100,9 +100,11 @@ impl Default for SimOptions {
 /// Counters of the last launch.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SimStats {
+    /// Clusters run.
     pub clusters: u32,
     /// Warp-instructions executed over all clusters.
     pub warp_instructions: u64,
+    /// Host time the launch took.
     pub wall: Duration,
 }
 
@@ -167,6 +169,7 @@ impl SimDevice {
         SimDevice::default()
     }
 
+    /// A simulator with these options.
     pub fn with_options(opts: SimOptions) -> SimDevice {
         SimDevice {
             opts,
@@ -174,6 +177,7 @@ impl SimDevice {
         }
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> &SimOptions {
         &self.opts
     }

@@ -55,12 +55,16 @@ pub enum Space {
     /// A global tensor parameter.
     Global,
     /// A shared buffer of the CTA whose rank is given (DSMEM writes name the peer).
-    Shared { rank: u32 },
+    Shared {
+        /// The CTA's rank in the cluster.
+        rank: u32,
+    },
 }
 
 /// An access outside a tensor's shape or a shared buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutOfBounds {
+    /// Global or shared (and whose).
     pub space: Space,
     /// The tensor or buffer name.
     pub name: String,
@@ -70,6 +74,7 @@ pub struct OutOfBounds {
     pub extent: Vec<i64>,
     /// Elements covered by the access along the innermost dimension (vectors, copies).
     pub elems: u64,
+    /// Who made the access, and where in the source.
     pub site: Site,
 }
 
@@ -90,12 +95,15 @@ impl fmt::Display for OutOfBounds {
 /// An access whose address is not aligned to its size (the GPU faults).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Misaligned {
+    /// Global or shared (and whose).
     pub space: Space,
+    /// The tensor or buffer name.
     pub name: String,
     /// Byte offset from the start of the tensor / the CTA's shared memory.
     pub byte_offset: u64,
     /// Required alignment in bytes.
     pub align: u32,
+    /// Who made the access, and where in the source.
     pub site: Site,
 }
 
@@ -146,6 +154,7 @@ impl fmt::Display for TxOverflow {
 pub struct BarrierMisuse {
     /// What is wrong, in words (names the barrier).
     pub msg: String,
+    /// Who misused it, and where in the source.
     pub site: Site,
 }
 
@@ -160,7 +169,9 @@ impl fmt::Display for BarrierMisuse {
 pub enum WaitOn {
     /// `mbarrier.wait` on `phase`.
     Mbarrier {
+        /// The barrier's declared name.
         name: String,
+        /// Its index among the kernel's barriers.
         barrier: u32,
         /// The phase waited for.
         phase: u32,
@@ -170,31 +181,48 @@ pub enum WaitOn {
         completed: u32,
         /// Arrivals the current phase needs and has received.
         arrivals_expected: u32,
+        /// Arrivals received in the current phase.
         arrivals_done: u32,
         /// Transaction bytes armed by `expect_tx` in the current phase, bytes
         /// arrived, and bytes still pending (armed - arrived).
         tx_expected: u64,
+        /// Transaction bytes arrived in the current phase.
         tx_arrived: u64,
+        /// Bytes still pending (armed - arrived).
         tx_pending: i64,
     },
     /// `barrier.cluster.wait`.
     Cluster {
+        /// The phase of the cluster barrier being waited for.
         phase: u32,
+        /// Threads of the cluster that have arrived.
         arrived: u32,
+        /// Threads the barrier needs.
         expected: u32,
     },
     /// `bar.sync id, threads`.
-    Named { id: u8, arrived: u32, expected: u32 },
+    Named {
+        /// The barrier id (0..16).
+        id: u8,
+        /// Threads arrived.
+        arrived: u32,
+        /// Threads the barrier waits for.
+        expected: u32,
+    },
 }
 
 /// One warp that cannot make progress.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockedWarp {
+    /// `%ctaid` of the warp's CTA.
     pub block: [u32; 3],
+    /// The CTA's rank in its cluster.
     pub rank: u32,
+    /// The warp's index in its CTA.
     pub warp: u32,
     /// Active lanes at the wait.
     pub lanes: u32,
+    /// What the warp waits for, with that barrier's state.
     pub wait: WaitOn,
     /// Source line of the wait.
     pub loc: Loc,
@@ -257,7 +285,9 @@ impl fmt::Display for BlockedWarp {
 /// No warp of a cluster can make progress.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Deadlock {
+    /// The kernel's name.
     pub kernel: String,
+    /// The cluster's index in the grid.
     pub cluster: u32,
     /// `%ctaid` of each CTA of the cluster, by rank.
     pub ctas: Vec<[u32; 3]>,
@@ -290,25 +320,38 @@ impl fmt::Display for Deadlock {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SimError {
     #[error("{0}")]
+    /// No warp of a cluster can make progress.
     Deadlock(Box<Deadlock>),
     #[error("{0}")]
+    /// An access outside a tensor or a shared buffer.
     OutOfBounds(Box<OutOfBounds>),
     #[error("{0}")]
+    /// An access not aligned to its size.
     Misaligned(Box<Misaligned>),
     #[error("{0}")]
+    /// More transaction bytes than a phase expects.
     TxOverflow(Box<TxOverflow>),
     #[error("{0}")]
+    /// A barrier used against its rules.
     Barrier(Box<BarrierMisuse>),
     /// A `produced` tensor was read before `griddepcontrol.wait` in a PDL launch.
     #[error(
         "tensor `{tensor}` is produced by the preceding launch but is read before the PDL wait, by {site}"
     )]
-    ProducedBeforeWait { tensor: String, site: Box<Site> },
+    ProducedBeforeWait {
+        /// The tensor read.
+        tensor: String,
+        /// Who read it, and where in the source.
+        site: Box<Site>,
+    },
     /// A DSMEM send names a CTA outside the cluster.
     #[error("st.async to CTA rank {rank} of a cluster of {cluster}, by {site}")]
     BadPeer {
+        /// The rank named.
         rank: i64,
+        /// CTAs per cluster.
         cluster: u32,
+        /// Who sent, and where in the source.
         site: Box<Site>,
     },
     /// The cluster ran more warp-instructions than `SimOptions::max_steps`.
@@ -316,13 +359,21 @@ pub enum SimError {
         "cluster {cluster} of `{kernel}` exceeded {limit} warp-instructions (an endless loop?)"
     )]
     StepLimit {
+        /// The kernel's name.
         kernel: String,
+        /// The cluster's index in the grid.
         cluster: u32,
+        /// The step limit.
         limit: u64,
     },
     /// The kernel uses something the simulator cannot execute.
     #[error("the simulator cannot run `{what}` at {loc}")]
-    Unsupported { what: String, loc: Loc },
+    Unsupported {
+        /// The op or feature.
+        what: String,
+        /// Where the kernel uses it.
+        loc: Loc,
+    },
 }
 
 impl SimError {
