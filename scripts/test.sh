@@ -14,6 +14,9 @@ cargo fmt --all -- --check
 echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== rustdoc (broken links, private links and bad markup are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
 echo "== tests"
 # nextest when available (parallel, per-test output); cargo test otherwise.
 # Doctests are not run by nextest, so they follow with cargo test --doc.

@@ -209,7 +209,7 @@ impl TunedTable {
     }
 
     /// The table as JSON: the metadata, then one point after another with
-    /// its measured schedules one a line ([`layout`]).
+    /// its measured schedules one a line (the `layout` module).
     pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
         let mut out = Vec::new();
         let mut ser =

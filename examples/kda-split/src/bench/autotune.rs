@@ -39,7 +39,7 @@
 //! from the schedules it measured there, with the current rules.
 
 //!
-//! The modules: [`options`] (the flags), [`space`] (what is searched),
+//! The modules: [`options`] (the flags), [`space`](mod@space) (what is searched),
 //! [`search`] (the measurements on the GPU), [`select`] (choosing a point's
 //! schedule, and `--reselect`), [`spill`] (which schedules spill), [`table`]
 //! (the table's metadata, `--from-bench`, the markdown summary, writing).

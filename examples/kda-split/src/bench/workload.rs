@@ -94,7 +94,7 @@ pub struct Plan {
     /// (4 × L2 on the GPU).
     pub rotate_bytes: usize,
     /// At least two groups (so consecutive steps touch different slots)
-    /// unless two groups would exceed [`TWO_GROUP_LIMIT`].
+    /// unless two groups would exceed `TWO_GROUP_LIMIT`.
     pub min_groups: usize,
     /// Steps per graph: at least this, and at least one per group.
     pub min_steps: usize,
