@@ -8,7 +8,7 @@ import pytest
 import kda
 from kda import _kda
 
-from cases import names, numpy_case, results
+from cases import check_raises, names, numpy_case, replace, results
 
 # Small, quick configurations; strided conv layouts (SD is a transposed
 # view), padding rows and holes in the slot tables, several gate modes.
@@ -77,24 +77,6 @@ def call():
     args, _ = numpy_case(k, 2, seed=11, padding=0.0, holes=0.0, run=False)
     by_name = dict(zip(names(k), args))
     return k, args, by_name
-
-
-def check_raises(k, args, exc, *words):
-    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    with pytest.raises(exc) as e:
-        k(*args)
-    for w in words:
-        assert w in str(e.value), (w, str(e.value))
-    for a, b in zip(args, before):
-        if isinstance(a, np.ndarray):
-            assert np.array_equal(a, b), "an array was written by a failing call"
-    return str(e.value)
-
-
-def replace(k, args, name, value):
-    out = list(args)
-    out[names(k).index(name)] = value
-    return out
 
 
 def test_wrong_argument_count(call):

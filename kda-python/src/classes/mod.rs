@@ -1,13 +1,22 @@
-//! The Python classes: a constructor mirroring the kernel's configuration,
-//! `__call__` (launch in place), `ptx()`, `info()`.
+//! The Python classes, one per kernel family: a constructor mirroring the
+//! kernel's configuration, `__call__` (launch in place), `ptx()`, `info()`.
+//! The methods' bodies are shared here; each class file only says what its
+//! constructor takes.
+
+mod gdn;
+mod kda;
+mod mamba2;
+
+pub use gdn::GdnDecode;
+pub use kda::KdaSplit;
+pub use mamba2::Mamba2Decode;
 
 use kda_ir::pipeline::{self, Options};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::engine::{Engine, Family};
-use crate::families::kda::{Kda, ScheduleChoice};
 
 /// The stream handle of `stream` (None: the current stream of the array
 /// library, see `kda/_stream.py`) for device `ordinal`.
@@ -39,14 +48,14 @@ fn kernel_of<F: Family>(engine: &Engine<F>, requests: Option<u32>) -> PyResult<k
     }
 }
 
-fn ptx_of<F: Family>(engine: &Engine<F>, requests: Option<u32>) -> PyResult<String> {
+pub(crate) fn ptx_of<F: Family>(engine: &Engine<F>, requests: Option<u32>) -> PyResult<String> {
     let kernel = kernel_of(engine, requests)?;
     pipeline::compile(&kernel, &Options::default())
         .map(|c| c.ptx)
         .map_err(|e| PyValueError::new_err(format!("compiling: {e}")))
 }
 
-fn info_of<'py, F: Family>(
+pub(crate) fn info_of<'py, F: Family>(
     py: Python<'py>,
     engine: &Engine<F>,
     requests: Option<u32>,
@@ -110,7 +119,7 @@ fn info_of<'py, F: Family>(
     Ok(d)
 }
 
-fn call<F: Family>(
+pub(crate) fn call<F: Family>(
     engine: &Engine<F>,
     args: &Bound<'_, PyTuple>,
     stream: Option<&Bound<'_, PyAny>>,
@@ -125,132 +134,19 @@ fn call<F: Family>(
     )
 }
 
-/// KdaSplit, the fused KDA decode / spec-verify step (spec `KDA.md`).
-#[pyclass(name = "KdaSplit", module = "kda._kda", frozen)]
-pub struct KdaSplit {
-    engine: Engine<Kda>,
+/// The positional parameter names, in order (the classes' `params`).
+pub(crate) fn params_of<F: Family>(engine: &Engine<F>) -> Vec<&'static str> {
+    engine.family.params().into_iter().map(|(n, _)| n).collect()
 }
 
-fn schedule_choice(schedule: &Bound<'_, PyAny>) -> PyResult<ScheduleChoice> {
-    if let Ok(s) = schedule.extract::<String>() {
-        return if s == "auto" {
-            Ok(ScheduleChoice::Auto)
-        } else {
-            Err(PyValueError::new_err(format!(
-                "schedule: expected \"auto\" or [early, lanes, occupancy[, cluster[, evict]]]; got {s:?}"
-            )))
-        };
-    }
-    schedule
-        .extract::<Vec<u32>>()
-        .map(ScheduleChoice::Explicit)
-        .map_err(|_| {
-            PyTypeError::new_err(
-                "schedule: expected \"auto\" or a sequence of 3 to 5 non-negative ints",
-            )
-        })
-}
-
-#[pymethods]
-impl KdaSplit {
-    #[new]
-    #[pyo3(signature = (heads, tokens = 1, gate_mode = 0, has_bias = true, schedule = None))]
-    fn new(
-        heads: u32,
-        tokens: u32,
-        gate_mode: u32,
-        has_bias: bool,
-        schedule: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let schedule = match schedule {
-            None => ScheduleChoice::Auto,
-            Some(s) => schedule_choice(s)?,
-        };
-        let family = Kda {
-            heads,
-            tokens,
-            gate_mode,
-            has_bias,
-            schedule,
-        };
-        // Reject what no batch size makes valid now, not at the first call.
-        if let (Err(e), Err(_)) = (family.config(1), family.config(64)) {
-            return Err(PyValueError::new_err(e));
-        }
-        Ok(KdaSplit {
-            engine: Engine::new(family),
-        })
-    }
-
-    /// Launch in place on the positional arguments of spec §1.1.
-    #[pyo3(signature = (*args, stream = None, check_slots = None))]
-    fn __call__(
-        &self,
-        args: &Bound<'_, PyTuple>,
-        stream: Option<&Bound<'_, PyAny>>,
-        check_slots: Option<bool>,
-    ) -> PyResult<()> {
-        call(&self.engine, args, stream, check_slots)
-    }
-
-    /// The PTX of the kernel last launched, or (with `requests`) of the one
-    /// for contiguous tensors of that many requests.
-    #[pyo3(signature = (requests = None))]
-    fn ptx(&self, requests: Option<u32>) -> PyResult<String> {
-        ptx_of(&self.engine, requests)
-    }
-
-    /// Configuration and resource report (registers, shared memory, spills
-    /// where known) of the same kernel as `ptx()`.
-    #[pyo3(signature = (requests = None))]
-    fn info<'py>(&self, py: Python<'py>, requests: Option<u32>) -> PyResult<Bound<'py, PyDict>> {
-        info_of(py, &self.engine, requests)
-    }
-
-    #[getter]
-    fn heads(&self) -> u32 {
-        self.engine.family.heads
-    }
-
-    #[getter]
-    fn tokens(&self) -> u32 {
-        self.engine.family.tokens
-    }
-
-    /// The positional parameter names, in order.
-    #[getter]
-    fn params(&self) -> Vec<&'static str> {
-        self.engine
-            .family
-            .params()
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect()
-    }
-
-    fn __repr__(&self) -> String {
-        let f = &self.engine.family;
-        format!(
-            "KdaSplit(heads={}, tokens={}, gate_mode={}, has_bias={}, schedule={})",
-            f.heads,
-            f.tokens,
-            f.gate_mode,
-            if f.has_bias { "True" } else { "False" },
-            match &f.schedule {
-                ScheduleChoice::Auto => "'auto'".to_string(),
-                ScheduleChoice::Explicit(s) => format!("{s:?}"),
-            }
-        )
-    }
-}
-
-impl KdaSplit {
-    pub fn engine(&self) -> &Engine<Kda> {
-        &self.engine
-    }
+/// `True` / `False` as Python writes them, for `__repr__`.
+pub(crate) fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<KdaSplit>()?;
+    m.add_class::<GdnDecode>()?;
+    m.add_class::<Mamba2Decode>()?;
     Ok(())
 }
