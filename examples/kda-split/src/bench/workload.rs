@@ -11,9 +11,10 @@
 //! and writes `T` per request and head: `B·H·64 KiB·(1 + T)` bytes of state.
 
 use half::bf16;
+use kda_host::KernelArgs;
 use kda_ir::{Kernel, Scalar};
 use kda_runtime::{
-    CudaDevice, Device, LaunchConfig, RuntimeError, ScalarArg, SimDevice, TensorShape, bind_syms,
+    CudaDevice, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, SimDevice, TensorShape,
 };
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -130,12 +131,14 @@ pub struct Workload<D: Device> {
     pub args: KdaArgs,
     /// Shapes of the tensors as launched (`S` slots).
     pub shapes: Vec<TensorShape>,
-    /// One per kernel tensor; the `slots` entry is unused (see `tables`).
+    /// The kernel parameter name of each tensor (`KernelArgs::named_tensors`).
+    names: Vec<&'static str>,
+    /// One per tensor, as `names`; the `slots` entry is unused (see `tables`).
     buffers: Vec<D::Buffer>,
     /// The slot table of each group, as host tensors and on the device.
     pub host_tables: Vec<HostTensor>,
     tables: Vec<D::Buffer>,
-    /// Positions of these arguments among the kernel's tensors.
+    /// Positions of these arguments in `names`.
     slots_at: usize,
     state_at: usize,
     conv_at: usize,
@@ -310,6 +313,7 @@ impl<D: BenchDevice> Workload<D> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         dev.synchronize()?;
+        let names = args.named_tensors().iter().map(|&(n, _)| n).collect();
         Ok(Workload {
             point,
             groups,
@@ -317,6 +321,7 @@ impl<D: BenchDevice> Workload<D> {
             num_slots,
             args,
             shapes,
+            names,
             buffers,
             host_tables,
             tables,
@@ -333,25 +338,45 @@ impl<D: BenchDevice> Workload<D> {
             kernel: "kda_split".into(),
             msg: e.to_string(),
         })?;
-        let syms = bind_syms(&kernel, &self.shapes)?;
-        let launch = LaunchConfig {
-            grid: [cfg.cluster(), cfg.heads, self.point.batch],
-            pdl: true,
-            syms,
-            scalars: vec![
-                ScalarArg::F32(self.args.lower_bound),
-                ScalarArg::F32(self.args.scale),
-                ScalarArg::F32(self.args.eps),
-            ],
-        };
-        Ok((kernel, launch))
+        // Bound by name, with the S-slot shapes (the host args hold one slot).
+        let tensors: Vec<(&str, Option<ErasedArg<'_, D>>)> = self
+            .names
+            .iter()
+            .zip(self.args.tensors())
+            .zip(self.shapes.iter().zip(&self.buffers))
+            .map(|((&name, t), (shape, buf))| {
+                let dtype = crate::run::scalar(t.dtype());
+                let shape = shape.clone();
+                (name, Some(ErasedArg { buf, dtype, shape }))
+            })
+            .collect();
+        let scalars = crate::run::scalars(&self.args);
+        let bound = kda_runtime::typed::bind::<D>(&kernel, &tensors, &scalars)?;
+        let grid = [cfg.cluster(), cfg.heads, self.point.batch];
+        Ok((kernel, bound.config(Launch::grid(grid).pdl(true))))
     }
 
-    /// The tensors of step `step` (its group's slot table).
-    pub fn tensors(&self, step: usize) -> Vec<&D::Buffer> {
-        let mut refs: Vec<&D::Buffer> = self.buffers.iter().collect();
-        refs[self.slots_at] = &self.tables[step % self.groups];
-        refs
+    /// The buffers of step `step` (its group's slot table) in the order of
+    /// the kernel `module` runs, matched by parameter name.
+    pub fn tensors(
+        &self,
+        dev: &D,
+        module: &D::Module,
+        step: usize,
+    ) -> Result<Vec<&D::Buffer>, RuntimeError> {
+        let kernel = dev.module_kernel(module);
+        kernel
+            .tensors
+            .values()
+            .map(|t| match self.names.iter().position(|&n| n == t.name) {
+                Some(i) if i == self.slots_at => Ok(&self.tables[step % self.groups]),
+                Some(i) => Ok(&self.buffers[i]),
+                None => Err(RuntimeError::BadLaunch {
+                    kernel: kernel.name.clone(),
+                    msg: format!("the bench has no tensor `{}`", t.name),
+                }),
+            })
+            .collect()
     }
 
     /// Launch step `step`.
@@ -362,7 +387,7 @@ impl<D: BenchDevice> Workload<D> {
         launch: &LaunchConfig,
         step: usize,
     ) -> Result<(), RuntimeError> {
-        dev.launch(module, launch, &self.tensors(step))
+        dev.launch(module, launch, &self.tensors(dev, module, step)?)
     }
 
     /// Refill `output` with the generator's sentinel (every element must be
