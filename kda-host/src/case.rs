@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,6 +16,7 @@ use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, TensorView};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::generator::{CaseLimit, LimitError};
 use crate::tensor::{DType, HostTensor, dtype_list};
 
 /// Why a tensor file cannot be read or written.
@@ -58,6 +59,22 @@ pub enum FileError {
     /// The safetensors crate rejected the data.
     #[error("invalid safetensors data: {0}")]
     Safetensors(#[from] SafeTensorError),
+    /// The file is larger than a case may be here ([`read_limited`]).
+    #[error("{}: {limit}", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit it breaks.
+        limit: LimitError,
+    },
+    /// An output path that cannot take a file ([`check_output`]).
+    #[error("{}: {reason}", path.display())]
+    Output {
+        /// The path.
+        path: PathBuf,
+        /// Why it cannot be written.
+        reason: String,
+    },
 }
 
 /// A parsed safetensors file, borrowing its bytes.
@@ -190,10 +207,110 @@ pub fn read(path: &Path) -> Result<Vec<u8>, FileError> {
     })
 }
 
+/// The bytes of the file at `path`, refused without reading when it is
+/// larger than `limit` (a regular file's length is known up front; a pipe or
+/// device is read at most one byte past the limit), so a huge or endless file
+/// fails with a message instead of exhausting memory.
+pub fn read_limited(path: &Path, limit: &CaseLimit) -> Result<Vec<u8>, FileError> {
+    let io = |source| FileError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let too_large = |bytes: u64| {
+        limit
+            .check("the file", bytes)
+            .map_err(|limit| FileError::TooLarge {
+                path: path.to_owned(),
+                limit,
+            })
+    };
+    let file = File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    too_large(len)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(limit.bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    too_large(bytes.len() as u64)?;
+    Ok(bytes)
+}
+
+/// Checks, before any work, that a file can be written at `path`: it is not
+/// a folder, its folder exists, and a temporary file can be created there
+/// (the same step [`write_atomic`] takes), so a long run does not fail at its
+/// end. The probe is removed.
+pub fn check_output(path: &Path) -> Result<(), FileError> {
+    let refuse = |reason: String| FileError::Output {
+        path: path.to_owned(),
+        reason,
+    };
+    if path.file_name().is_none() {
+        return Err(refuse("names no file".into()));
+    }
+    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(refuse("is a folder".into()));
+    }
+    let folder = folder_of(path);
+    match fs::metadata(folder) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(refuse(format!("{} is not a folder", folder.display()))),
+        Err(e) => return Err(refuse(format!("its folder {}: {e}", folder.display()))),
+    }
+    let probe = temporary_beside(path);
+    File::create_new(&probe)
+        .map_err(|e| refuse(format!("cannot create a file in {}: {e}", folder.display())))?;
+    // Best effort: an unremovable probe is harmless (hidden, `.tmp`).
+    let _ = fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Whether `a` and `b` name the same existing file: the same path, another
+/// spelling of it (`..`, `./`), a symbolic or hard link to it. A path that
+/// does not exist is no other file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (fs::metadata(a), fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let _ = (&ma, &mb);
+        ma.dev() == mb.dev() && ma.ino() == mb.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (ma, mb);
+        matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+    }
+}
+
+/// The folder a file at `path` goes in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A fresh hidden temporary name beside `path`: `DIR/.NAME.PID-N.tmp`.
+fn temporary_beside(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
 /// Writes `bytes` to `path` atomically: into a fresh temporary file in the
 /// same folder, synced to disk, then renamed over `path` (and the folder
 /// synced), so readers see the old file or the whole new one, never a part.
-/// The temporary file is removed if anything fails.
+/// The temporary file is removed if anything fails. This is the one writer
+/// of every file the tools write (case files, results, PTX, bench JSON,
+/// tuned tables).
 ///
 /// ```
 /// use kda_host::case::{read, write_atomic};
@@ -210,19 +327,11 @@ pub fn read(path: &Path) -> Result<Vec<u8>, FileError> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| FileError::Io { path, source }
     };
-    let name = path
-        .file_name()
-        .map_or_else(|| "case".into(), |n| n.to_string_lossy().into_owned());
-    let temp = path.with_file_name(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    let temp = temporary_beside(path);
     let written = File::create_new(&temp)
         .and_then(|mut file| {
             file.write_all(bytes)?;
@@ -242,10 +351,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
 fn sync_folder(path: &Path) -> Result<(), FileError> {
     #[cfg(unix)]
     {
-        let folder = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+        let folder = folder_of(path);
         File::open(folder)
             .and_then(|f| f.sync_all())
             .map_err(|source| FileError::Io {
@@ -400,6 +506,72 @@ mod tests {
             Err(FileError::Io { .. })
         ));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("kda-host-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn outputs_are_checked_before_the_work() {
+        let dir = scratch("check-output");
+        check_output(&dir.join("new.safetensors")).unwrap();
+        let e = check_output(&dir.join("no/such/f")).unwrap_err();
+        assert!(matches!(e, FileError::Output { .. }), "{e}");
+        let e = check_output(&dir).unwrap_err();
+        assert!(e.to_string().contains("is a folder"), "{e}");
+        // The probe leaves nothing behind.
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn same_file_sees_through_spellings_and_links() {
+        let dir = scratch("same-file");
+        let a = dir.join("a");
+        fs::write(&a, b"x").unwrap();
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        assert!(same_file(&a, &a));
+        assert!(same_file(&a, &dir.join("sub/../a")));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&a, dir.join("link")).unwrap();
+            assert!(same_file(&a, &dir.join("link")));
+        }
+        fs::hard_link(&a, dir.join("hard")).unwrap();
+        assert!(same_file(&a, &dir.join("hard")));
+        fs::write(dir.join("b"), b"x").unwrap();
+        assert!(!same_file(&a, &dir.join("b")));
+        assert!(!same_file(&a, &dir.join("absent")));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn reads_are_bounded() {
+        let dir = scratch("read-limited");
+        let path = dir.join("big");
+        // Sparse: a terabyte that takes no disk and must not be read.
+        let f = File::create(&path).unwrap();
+        f.set_len(1 << 40).unwrap();
+        let limit = CaseLimit {
+            bytes: 1 << 20,
+            basis: "a test".into(),
+        };
+        let e = read_limited(&path, &limit).unwrap_err();
+        assert!(matches!(e, FileError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("the limit is 1.0 MiB"), "{e}");
+        f.set_len(10).unwrap();
+        assert_eq!(read_limited(&path, &limit).unwrap(), [0; 10]);
+        #[cfg(unix)]
+        {
+            // A device has no length: reading stops one byte past the limit.
+            let e = read_limited(Path::new("/dev/zero"), &limit).unwrap_err();
+            assert!(matches!(e, FileError::TooLarge { .. }), "{e}");
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 }

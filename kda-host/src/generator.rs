@@ -181,6 +181,149 @@ pub fn slot_table(rng: &mut ChaCha8Rng, o: &SlotOptions) -> (HostTensor, Option<
     (slots, accepted)
 }
 
+/// Bytes one case may take (the sum of its tensors' bytes, as in its file)
+/// where the physical memory cannot be read: the tools hold a case about
+/// [`CASE_COPIES`] times over at their peak.
+pub const FALLBACK_CASE_LIMIT: u64 = 2 << 30;
+
+/// How many times over the tools hold a case at their peak: the arguments,
+/// the expected results (a second state), the serialised bytes or the
+/// device's copy, and the results read back.
+pub const CASE_COPIES: u64 = 4;
+
+/// The largest case (tensor bytes) a tool generates or reads here: half the
+/// physical memory (`MemTotal` of `/proc/meminfo`) shared by the
+/// [`CASE_COPIES`] copies, else [`FALLBACK_CASE_LIMIT`]. Checked before
+/// anything is allocated, so an impossible request fails at once with a
+/// message instead of aborting in the allocator or swapping for minutes.
+pub fn case_limit() -> CaseLimit {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| mem_total(&text));
+    match total {
+        Some(bytes) => CaseLimit {
+            bytes: bytes / 2 / CASE_COPIES,
+            basis: format!(
+                "1/{} of the {} of physical memory",
+                2 * CASE_COPIES,
+                human_bytes(bytes)
+            ),
+        },
+        None => CaseLimit {
+            bytes: FALLBACK_CASE_LIMIT,
+            basis: "the fixed ceiling (physical memory unknown)".into(),
+        },
+    }
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, in bytes.
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line.split_whitespace().skip(1);
+    let kib: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") | None => kib.checked_mul(1024),
+        Some(_) => None,
+    }
+}
+
+/// `1.5 GiB`, `12 KiB`, `7 B`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// The most bytes of tensors one case may hold, and where that comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaseLimit {
+    /// The limit in bytes.
+    pub bytes: u64,
+    /// How it was derived, for messages.
+    pub basis: String,
+}
+
+impl CaseLimit {
+    /// `Ok` if `bytes` of `what` fit under the limit.
+    pub fn check(&self, what: &str, bytes: u64) -> Result<(), LimitError> {
+        if bytes <= self.bytes {
+            return Ok(());
+        }
+        Err(LimitError::TooLarge {
+            what: what.into(),
+            bytes,
+            limit: self.bytes,
+            basis: self.basis.clone(),
+        })
+    }
+}
+
+/// Why a case is refused before anything is allocated.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    /// A size does not even fit in 64 bits.
+    #[error("{what}: the sizes overflow 64-bit arithmetic")]
+    Overflow {
+        /// The tensor or count that overflowed.
+        what: String,
+    },
+    /// The case would hold more bytes than the limit.
+    #[error(
+        "{what} would take {} ({bytes} bytes); the limit is {} ({basis})",
+        human_bytes(*bytes),
+        human_bytes(*limit)
+    )]
+    TooLarge {
+        /// What was measured (the case, the file).
+        what: String,
+        /// Its bytes.
+        bytes: u64,
+        /// The limit's bytes.
+        limit: u64,
+        /// How the limit was derived.
+        basis: String,
+    },
+}
+
+/// The bytes of a set of tensors, added up with checked arithmetic, so that
+/// a generator can refuse a shape before allocating it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TensorBytes {
+    bytes: u64,
+}
+
+impl TensorBytes {
+    /// Adds a tensor of `shape` with `element_bytes` per element.
+    pub fn add(
+        &mut self,
+        what: &str,
+        shape: &[usize],
+        element_bytes: usize,
+    ) -> Result<(), LimitError> {
+        let overflow = || LimitError::Overflow { what: what.into() };
+        let bytes = shape
+            .iter()
+            .try_fold(element_bytes as u64, |n, &d| n.checked_mul(d as u64))
+            .ok_or_else(overflow)?;
+        self.bytes = self.bytes.checked_add(bytes).ok_or_else(overflow)?;
+        Ok(())
+    }
+
+    /// The bytes so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +369,42 @@ mod tests {
             sentinel_output(2, 3).values(),
             vec![f64::from(OUTPUT_SENTINEL); 6]
         );
+    }
+
+    #[test]
+    fn footprints_are_checked_and_limits_named() {
+        let mut f = TensorBytes::default();
+        f.add("x", &[2, 3], 4).unwrap();
+        f.add("scalar", &[], 4).unwrap();
+        assert_eq!(f.bytes(), 28);
+        assert!(matches!(
+            f.add("huge", &[usize::MAX, 2], 1),
+            Err(LimitError::Overflow { .. })
+        ));
+        assert!(matches!(
+            TensorBytes::default().add("huge", &[1 << 40, 1 << 30], 4),
+            Err(LimitError::Overflow { .. })
+        ));
+        let limit = CaseLimit {
+            bytes: 1 << 20,
+            basis: "a test".into(),
+        };
+        assert_eq!(limit.check("the case", 1 << 20), Ok(()));
+        let e = limit.check("the case", 3 << 29).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the case would take 1.5 GiB (1610612736 bytes); the limit is 1.0 MiB (a test)"
+        );
+    }
+
+    #[test]
+    fn the_limit_comes_from_mem_total() {
+        assert_eq!(
+            mem_total("MemFree: 1 kB\nMemTotal:       16384 kB\n"),
+            Some(16 << 20)
+        );
+        assert_eq!(mem_total("MemFree: 1 kB\n"), None);
+        let limit = case_limit();
+        assert!(limit.bytes > 0, "{limit:?}");
     }
 }

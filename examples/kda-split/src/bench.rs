@@ -18,15 +18,14 @@
 //!
 //! Prints markdown tables (copy, floor, every schedule, targets with
 //! verdicts) and writes everything as JSON with `--json FILE`. Without a GPU
-//! it says so and exits 0 (unless `KDA_REQUIRE_GPU` is set); `--sim` checks
-//! the machinery on the simulator instead.
+//! it says so and fails (exit 4); `--sim` checks the machinery on the
+//! simulator instead.
 //!
 //! `kda-split autotune` ([`autotune`]) searches the schedule space with the
 //! same workload and timing ([`measure_point`]) and writes the tuned table.
 
 pub mod autotune;
 pub mod error;
-pub mod file;
 pub mod gpu;
 pub mod kernels;
 pub mod options;
@@ -58,21 +57,18 @@ auto, seed, e1 and e2-c2, about a minute in all). The targets' `default`
 column is the kernel's default schedule: `auto` (the tuned table) where it
 was measured, else the seed's.";
 
-/// Open GPU 0, or say that there is none: `Ok(None)` unless
-/// `KDA_REQUIRE_GPU` is set.
-pub fn open_gpu(command: &str) -> Result<Option<CudaDevice>, RuntimeError> {
-    match CudaDevice::new(0) {
-        Ok(dev) => Ok(Some(dev)),
-        Err(RuntimeError::NoDriver(why)) if std::env::var_os("KDA_REQUIRE_GPU").is_none() => {
+/// Open GPU 0. Without one, say so and fail (exit 4): a benchmark or search
+/// that measured nothing must not pass for one that did.
+pub fn open_gpu(command: &str) -> Result<CudaDevice, RuntimeError> {
+    CudaDevice::new(0).inspect_err(|e| {
+        if let RuntimeError::NoDriver(why) = e {
             println!(
                 "{command}: no usable GPU ({why}); nothing measured.\n\
                  The benchmark needs an H100/H200; `kda-split bench --sim` checks its kernels \
                  and workload on the simulator instead."
             );
-            Ok(None)
         }
-        Err(e) => Err(e),
-    }
+    })
 }
 
 /// `kda-split bench`.
@@ -80,19 +76,20 @@ pub fn main(opts: &Options) -> Result<(), BenchError> {
     if opts.sim {
         return sim::sanity();
     }
-    let Some(dev) = open_gpu("bench")? else {
-        return Ok(());
-    };
+    let dev = open_gpu("bench")?;
+    // Before the measurements: a --json that cannot be written fails now,
+    // not after minutes of timing.
+    if let Some(path) = &opts.json {
+        kda_host::case::check_output(path).map_err(|e| BenchError::Output(e.to_string()))?;
+    }
     let results = run(&dev, opts)?;
     let text = report::markdown(&results);
     println!("\n{text}");
     if let Some(path) = &opts.json {
         let doc = report::to_json(&results);
         let text = serde_json::to_string_pretty(&doc)? + "\n";
-        file::write_atomic(path, &text).map_err(|source| BenchError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        kda_host::case::write_atomic(path, text.as_bytes())
+            .map_err(|e| BenchError::Output(e.to_string()))?;
         println!("JSON written to {}", path.display());
     }
     Ok(())

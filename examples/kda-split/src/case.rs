@@ -15,13 +15,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use kda_host::case::{self as file, FileError, NamedTensor, TensorFile};
+use kda_host::generator::case_limit;
 use safetensors::tensor::SafeTensorError;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
 use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs};
 use crate::config::{ConfigError, KdaConfig};
-use crate::generator::{GenOptions, generate};
+use crate::generator::{GenError, GenOptions, generate};
 use crate::reference::{Expected, RawGateOrder, reference};
 use crate::validate::{ArgError, validate_layout};
 
@@ -177,6 +178,15 @@ pub enum CaseError {
     Args(Vec<ArgError>),
     #[error("invalid safetensors data: {0}")]
     Safetensors(#[from] SafeTensorError),
+    /// The file, or the case asked for, is larger than a case may be here.
+    #[error("{0}")]
+    TooLarge(String),
+    /// An output path that cannot take the file.
+    #[error("{0}")]
+    Output(String),
+    /// The generator's options are impossible or too large.
+    #[error(transparent)]
+    Generate(#[from] GenError),
 }
 
 impl From<FileError> for CaseError {
@@ -195,6 +205,8 @@ impl From<FileError> for CaseError {
                 allowed,
             },
             FileError::Safetensors(e) => Self::Safetensors(e),
+            e @ FileError::TooLarge { .. } => Self::TooLarge(e.to_string()),
+            e @ FileError::Output { .. } => Self::Output(e.to_string()),
         }
     }
 }
@@ -210,7 +222,10 @@ fn join(errors: &[ArgError]) -> String {
 impl Case {
     /// Generates a case and its expected results (f64 reference, raw gates in
     /// `order`), recording the seed and generator choices in `meta_json`.
+    /// Fails, before allocating, if the case would exceed [`case_limit`]
+    /// ([`GenOptions::check`]).
     pub fn generate(options: &GenOptions, order: RawGateOrder) -> Result<Self, CaseError> {
+        options.check(&case_limit(), true)?;
         let args = generate(options);
         let mut extra = Map::new();
         extra.insert(
@@ -249,9 +264,10 @@ impl Case {
         })
     }
 
-    /// Reads and checks the case file at `path`.
+    /// Reads and checks the case file at `path`. A file larger than
+    /// [`case_limit`] is refused before it is read.
     pub fn read(path: &Path) -> Result<Self, CaseError> {
-        Self::from_bytes(&file::read(path)?)
+        Self::from_bytes(&file::read_limited(path, &case_limit())?)
     }
 
     /// Writes the case to `path` atomically: readers see the old file or the

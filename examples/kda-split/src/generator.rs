@@ -8,8 +8,12 @@
 //! ones of [`kda_host::generator`] (re-exported here).
 
 pub use kda_host::generator::{
-    ConvLayout, Draw, OUTPUT_SENTINEL, PAD_SLOT, SlotOptions, sentinel_output, slot_table, to_f32,
+    CaseLimit, ConvLayout, Draw, LimitError, OUTPUT_SENTINEL, PAD_SLOT, SlotOptions, case_limit,
+    sentinel_output, slot_table, to_f32,
 };
+
+use kda_host::generator::TensorBytes;
+use thiserror::Error;
 
 use crate::args::KdaArgs;
 use crate::config::HEAD_DIM;
@@ -158,15 +162,122 @@ impl GenOptions {
         self
     }
 
-    /// The slot count the generator uses.
+    /// The slot count the generator uses (saturating: [`GenOptions::check`]
+    /// refuses counts that overflow).
     pub fn resolved_num_slots(&self) -> usize {
-        self.num_slots
-            .unwrap_or(self.requests * self.tokens as usize + 3)
+        self.num_slots.unwrap_or_else(|| {
+            self.requests
+                .saturating_mul(self.tokens as usize)
+                .saturating_add(3)
+        })
+    }
+
+    /// Checks what [`generate`] would otherwise panic or abort on, before
+    /// anything is allocated: enough slots for every request's T distinct
+    /// slots plus the null slot, slot ids that fit I32, probabilities in
+    /// [0, 1], and the case's bytes (its tensors as in the file, with the
+    /// four `expected.*` when `with_expected`) under `limit`, every size
+    /// computed with checked arithmetic. Returns those bytes.
+    pub fn check(&self, limit: &CaseLimit, with_expected: bool) -> Result<u64, GenError> {
+        for (name, p) in [("padding", self.padding), ("holes", self.holes)] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(GenError::Probability { name, p });
+            }
+        }
+        let overflow = |what: &str| LimitError::Overflow { what: what.into() };
+        let (h, b, t) = (self.heads as usize, self.requests, self.tokens as usize);
+        let dim = h.checked_mul(D).ok_or_else(|| overflow("heads x 128"))?;
+        let rows = b
+            .checked_mul(t)
+            .ok_or_else(|| overflow("requests x tokens"))?;
+        let slots = match self.num_slots {
+            Some(slots) => slots,
+            None => rows.checked_add(3).ok_or_else(|| overflow("num_slots"))?,
+        };
+        if slots <= rows {
+            return Err(GenError::TooFewSlots {
+                slots,
+                requests: b,
+                tokens: self.tokens,
+            });
+        }
+        let width = if t == 1 { 3 } else { t + 2 }
+            .checked_add(self.conv_extra)
+            .ok_or_else(|| overflow("conv_state width"))?;
+        let columns = if t == 1 {
+            1
+        } else {
+            t.checked_add(self.slot_extra)
+                .ok_or_else(|| overflow("slots columns"))?
+        };
+        let weight_bytes = if self.weights_f32 { 4 } else { 2 };
+        let mut bytes = TensorBytes::default();
+        let three_dim = dim.checked_mul(3).ok_or_else(|| overflow("3 x dim"))?;
+        for (what, shape, size) in [
+            ("x", vec![rows, three_dim], 2),
+            ("weights", vec![12, dim], weight_bytes),
+            ("bias", vec![three_dim], 2),
+            ("conv_state", vec![slots, three_dim, width], 2),
+            ("raw_gate", vec![rows, D], 2),
+            ("beta", vec![rows, h], 2),
+            ("a_log", vec![h], 4),
+            ("dt_bias", vec![dim], 4),
+            ("slots", vec![b, columns], 4),
+            // The shuffled pool of fresh slot ids the slot table draws from.
+            ("the slot pool", vec![slots], 4),
+            ("accepted", vec![b], 4),
+            ("state", vec![slots, h, D, D], 4),
+            ("output", vec![rows, dim], 2),
+            ("gate", vec![rows, dim], 2),
+            ("norm_weight", vec![D], 2),
+            ("f_b_weight", vec![dim, D], 2),
+            ("the scalars", vec![3], 4),
+        ] {
+            bytes.add(what, &shape, size)?;
+        }
+        if with_expected {
+            for (what, shape, size) in [
+                ("expected.output", vec![rows, dim], 2),
+                ("expected.output_f32", vec![rows, dim], 4),
+                ("expected.state", vec![slots, h, D, D], 4),
+                ("expected.conv_state", vec![slots, three_dim, width], 2),
+            ] {
+                bytes.add(what, &shape, size)?;
+            }
+        }
+        limit.check("the case", bytes.bytes())?;
+        if i32::try_from(slots - 1).is_err() {
+            return Err(GenError::SlotIds { slots });
+        }
+        Ok(bytes.bytes())
     }
 }
 
+/// Why [`GenOptions::check`] refuses to generate.
+#[derive(Clone, Debug, Error, PartialEq)]
+pub enum GenError {
+    /// Too large for this machine, or sizes that overflow.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
+    #[error(
+        "num_slots = {slots} is too small: each of the {requests} requests draws {tokens} \
+         distinct slots and slot 0 is the null block"
+    )]
+    TooFewSlots {
+        slots: usize,
+        requests: usize,
+        tokens: u32,
+    },
+    #[error("num_slots = {slots}: slot ids are I32, so at most 2^31 slots")]
+    SlotIds { slots: usize },
+    #[error("{name} is a probability in [0, 1]; got {p}")]
+    Probability { name: &'static str, p: f64 },
+}
+
 /// Generates one valid launch. Panics if `num_slots < 1 + B*T` (each request
-/// draws T distinct slots) or the probabilities are outside [0, 1].
+/// draws T distinct slots) or the probabilities are outside [0, 1]; callers
+/// with untrusted options run [`GenOptions::check`] first, which also bounds
+/// the memory.
 pub fn generate(options: &GenOptions) -> KdaArgs {
     let o = options;
     let (h, b, t) = (o.heads as usize, o.requests, o.tokens as usize);
@@ -329,5 +440,50 @@ mod tests {
                 .iter()
                 .all(|&v| v == f64::from(OUTPUT_SENTINEL))
         );
+    }
+
+    #[test]
+    fn impossible_options_are_refused_before_allocating() {
+        let limit = CaseLimit {
+            bytes: 1 << 30,
+            basis: "a test".into(),
+        };
+        let ok = GenOptions::new(2, 4, 1);
+        let bytes = ok.check(&limit, true).unwrap();
+        // The footprint is the file's tensor bytes (the header aside).
+        let case = crate::Case::generate(&ok, crate::RawGateOrder::Exact).unwrap();
+        let file = case.to_bytes().unwrap().len() as u64;
+        assert!(bytes <= file && file < bytes + 4096, "{bytes} vs {file}");
+        let refused = |o: GenOptions| o.check(&limit, true).unwrap_err();
+        for o in [
+            GenOptions::new(2, 4, 1).num_slots(usize::MAX),
+            GenOptions::new(2, 4, 1).num_slots(1_000_000_000_000),
+            GenOptions::new(2, 4, 1).conv_extra(usize::MAX),
+            GenOptions::new(2, 4, 1).conv_extra(1_000_000_000_000),
+            GenOptions::new(2, 4, 2).slot_extra(usize::MAX),
+            GenOptions::new(2, 4_294_967_295, 1),
+            GenOptions::new(100_000, 4, 1),
+            GenOptions::new(u32::MAX, usize::MAX, 8),
+        ] {
+            assert!(matches!(refused(o), GenError::Limit(_)));
+        }
+        assert!(matches!(
+            refused(GenOptions::new(1, 4, 2).num_slots(8)),
+            GenError::TooFewSlots { .. }
+        ));
+        assert!(matches!(
+            refused(GenOptions::new(1, 4, 2).padding(1.5)),
+            GenError::Probability { .. }
+        ));
+        let huge = CaseLimit {
+            bytes: u64::MAX,
+            basis: "a test".into(),
+        };
+        assert!(matches!(
+            GenOptions::new(1, 1, 1)
+                .num_slots(1 << 32)
+                .check(&huge, true),
+            Err(GenError::SlotIds { .. })
+        ));
     }
 }

@@ -86,6 +86,8 @@ fn help_and_bad_flags() {
     }
 }
 
+/// Issue 13: a search that measured nothing must not pass for one that did,
+/// so without a GPU `autotune` fails with exit 4 (it exited 0 before).
 #[test]
 fn without_a_gpu_nothing_is_measured_or_written() {
     if CudaDevice::new(0).is_ok() {
@@ -101,7 +103,7 @@ fn without_a_gpu_nothing_is_measured_or_written() {
         "--out",
         out_file.path(),
     ])
-    .expect_ok();
+    .expect_code(4);
     assert!(out.stdout.contains("autotune: no usable GPU"), "{out}");
     assert!(!out_file.0.exists());
 }

@@ -124,9 +124,8 @@ pub fn main(opts: &Options, command: &str) -> Result<(), AutotuneError> {
         table.meta.insert("spills".into(), json!(spill.describe()));
         return finish(&opts.out, &table);
     }
-    let Some(dev) = open_gpu("autotune")? else {
-        return Ok(());
-    };
+    let dev = open_gpu("autotune")?;
+    table::check_output(&opts.out)?;
     let table = run(&dev, opts, command, |t| table::write(&opts.out, t))?;
     println!();
     finish_summary(&opts.out, &table);

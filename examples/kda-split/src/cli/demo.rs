@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use clap::Args;
+use kda_split::generator::case_limit;
 use kda_split::{Case, GenOptions, Report, compare};
 
 use super::exec::{Opened, phase};
@@ -35,6 +36,11 @@ pub fn demo(a: &DemoArgs) -> CliResult {
         .seed(a.seed)
         .has_bias(cfg.has_bias)
         .gate_inputs(a.gate_inputs.into());
+    // Before anything is allocated: a batch or head count this machine
+    // cannot hold is a usage error naming the limit, not an abort.
+    options
+        .check(&case_limit(), true)
+        .map_err(|e| Failure::usage(format!("--heads {} --batch {}: {e}", cfg.heads, cfg.batch)))?;
     let start = Instant::now();
     let case = Case::generate(&options, order_for(&cfg))
         .map_err(|e| Failure::input(format!("generating the case: {e}")))?;

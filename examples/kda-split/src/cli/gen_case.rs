@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
+use kda_split::generator::{GenError, case_limit};
 use kda_split::{Case, CaseMeta, GenOptions, KdaConfig, generate};
 use serde_json::json;
 
@@ -87,18 +88,6 @@ pub fn gen_case(a: &GenCaseArgs) -> CliResult {
             )));
         }
     }
-    let rows = a.batch as usize * a.tokens as usize;
-    if let Some(slots) = a.num_slots
-        && slots <= rows
-    {
-        return Err(Failure::usage(format!(
-            "--num-slots {slots} is too small: each of the {} requests draws {} distinct slots and \
-             slot 0 is the null block, so at least {} are needed",
-            a.batch,
-            a.tokens,
-            rows + 1
-        )));
-    }
     for (name, v) in [("--lower-bound", a.lower_bound), ("--eps", a.eps)] {
         if !v.is_finite() {
             return Err(Failure::usage(format!("{name} must be finite; got {v}")));
@@ -120,6 +109,10 @@ pub fn gen_case(a: &GenCaseArgs) -> CliResult {
     if let Some(slots) = a.num_slots {
         options = options.num_slots(slots);
     }
+    // Sizes first (checked arithmetic, the memory limit), then the output
+    // path: nothing is allocated or computed before both are known to work.
+    check_options(&options, a)?;
+    super::output::check(&a.out)?;
     let start = Instant::now();
     let case = if a.no_expected {
         let mut extra = serde_json::Map::new();
@@ -169,4 +162,32 @@ pub fn gen_case(a: &GenCaseArgs) -> CliResult {
         bytes as f64 / (1 << 20) as f64
     );
     Ok(())
+}
+
+/// What the generator would panic, abort or swap on, as exit 2 naming the
+/// flag or the limit.
+fn check_options(options: &GenOptions, a: &GenCaseArgs) -> CliResult {
+    match options.check(&case_limit(), !a.no_expected) {
+        Ok(_) => Ok(()),
+        Err(GenError::TooFewSlots { slots, .. }) => Err(Failure::usage(format!(
+            "--num-slots {slots} is too small: each of the {} requests draws {} distinct slots \
+             and slot 0 is the null block, so at least {} are needed",
+            a.batch,
+            a.tokens,
+            u64::from(a.batch) * u64::from(a.tokens) + 1
+        ))),
+        Err(GenError::Probability { name, p }) => Err(Failure::usage(format!(
+            "--{name} is a probability in [0, 1]; got {p}"
+        ))),
+        Err(e @ GenError::SlotIds { .. }) => Err(Failure::usage(format!("--num-slots: {e}"))),
+        Err(e @ GenError::Limit(_)) => Err(Failure::usage(format!(
+            "--heads {}, --batch {}, --tokens {}, {} slots, --conv-extra {}, --slot-extra {}: {e}",
+            a.heads,
+            a.batch,
+            a.tokens,
+            options.resolved_num_slots(),
+            a.conv_extra,
+            a.slot_extra
+        ))),
+    }
 }

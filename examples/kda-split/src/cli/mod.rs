@@ -27,6 +27,7 @@ mod exec;
 mod gen_case;
 mod info;
 mod options;
+mod output;
 mod ptx;
 mod run;
 

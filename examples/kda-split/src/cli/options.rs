@@ -81,6 +81,18 @@ impl BiasArgs {
 }
 
 /// Where to run.
+/// Most `--repeat` replays: each keeps one event time, and more than this is
+/// seconds of GPU time for no better median.
+pub const MAX_REPEAT: usize = 100_000;
+
+fn repeat_count(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{e}"))?;
+    if n > MAX_REPEAT {
+        return Err(format!("at most {MAX_REPEAT} replays; got {n}"));
+    }
+    Ok(n)
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum DeviceArg {
     /// GPU 0 if a CUDA driver and an sm_90 GPU are there, else the simulator.
@@ -98,8 +110,9 @@ pub struct DeviceArgs {
     /// Where to run.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     pub device: DeviceArg,
-    /// GPU: timed graph replays of the launch (the median is printed).
-    #[arg(long, default_value_t = 50)]
+    /// GPU: timed graph replays of the launch (the median is printed), at
+    /// most 100000.
+    #[arg(long, default_value_t = 50, value_parser = repeat_count)]
     pub repeat: usize,
     /// Simulator: seeded random warp interleavings instead of the
     /// deterministic round robin.

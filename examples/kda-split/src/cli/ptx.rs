@@ -40,6 +40,12 @@ pub struct PtxArgs {
 }
 
 pub fn ptx(a: &PtxArgs) -> CliResult {
+    if let Some(out) = &a.out {
+        if let Some(case) = &a.case {
+            super::output::not_the_input(case, out, "--out")?;
+        }
+        super::output::check(out)?;
+    }
     let (cfg, kernel) = match &a.case {
         Some(path) => {
             let case = super::run::read_case(path)?;
@@ -64,8 +70,7 @@ pub fn ptx(a: &PtxArgs) -> CliResult {
     let header = header(&cfg, a.ir);
     match &a.out {
         Some(path) => {
-            std::fs::write(path, format!("{header}{text}"))
-                .map_err(|e| Failure::input(format!("writing {}: {e}", path.display())))?;
+            super::output::write(path, format!("{header}{text}").as_bytes())?;
             eprintln!(
                 "wrote {} ({} lines) for {}",
                 path.display(),

@@ -52,6 +52,10 @@ pub struct RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> CliResult {
+    if let Some(out) = &a.out {
+        super::output::not_the_input(&a.case, out, "--out")?;
+        super::output::check(out)?;
+    }
     let path = a.case.display();
     let start = Instant::now();
     let case = read_case(&a.case)?;
@@ -110,10 +114,11 @@ pub fn run(a: &RunArgs) -> CliResult {
     let actual = dev.execute(&cfg, &case.args, a.device.repeat)?;
     let report = compare(&cfg, &case.args, &actual, &expected);
     if let Some(out) = &a.out {
-        let results = results_case(&case, &cfg, &actual, expected, &dev, report.passed());
-        results
-            .write(out)
+        let results = results_case(&case, &cfg, &actual, expected, &dev, report.passed())?;
+        let bytes = results
+            .to_bytes()
             .map_err(|e| Failure::input(format!("writing the results: {e}")))?;
+        super::output::write(out, &bytes)?;
         say!("wrote the results to {}", out.display());
     }
     finish(&report)
@@ -129,7 +134,7 @@ pub fn case_config(case: &Case, gate_mode: u32, schedule: &Schedule) -> Result<K
 /// Reads a case file; errors name the file once and the tensor (exit 3).
 pub fn read_case(path: &std::path::Path) -> Result<Case, Failure> {
     Case::read(path).map_err(|e| match e {
-        CaseError::Io { .. } => Failure::input(e.to_string()),
+        CaseError::Io { .. } | CaseError::TooLarge(_) => Failure::input(e.to_string()),
         _ => Failure::input(format!("{}: {e}", path.display())),
     })
 }
@@ -168,7 +173,7 @@ fn results_case(
     expected: Expected,
     dev: &Opened,
     passed: bool,
-) -> Case {
+) -> Result<Case, Failure> {
     let mut meta = case.meta.clone();
     meta.extra.insert(
         RESULTS_OF.into(),
@@ -180,18 +185,19 @@ fn results_case(
         }),
     );
     let replace = |t: &HostTensor, data: HostData| {
-        HostTensor::new(data, t.shape().to_vec()).expect("results have the argument's shape")
+        HostTensor::new(data, t.shape().to_vec())
+            .map_err(|e| Failure::device(format!("the results do not fit the arguments: {e}")))
     };
     let args = &case.args;
     let args = KdaArgs {
-        output: replace(&args.output, HostData::Bf16(actual.output.clone())),
-        state: replace(&args.state, HostData::F32(actual.state.clone())),
-        conv_state: replace(&args.conv_state, HostData::Bf16(actual.conv_state.clone())),
+        output: replace(&args.output, HostData::Bf16(actual.output.clone()))?,
+        state: replace(&args.state, HostData::F32(actual.state.clone()))?,
+        conv_state: replace(&args.conv_state, HostData::Bf16(actual.conv_state.clone()))?,
         ..args.clone()
     };
-    Case {
+    Ok(Case {
         meta,
         args,
         expected: Some(expected),
-    }
+    })
 }

@@ -10,7 +10,6 @@ use time::OffsetDateTime;
 use super::error::AutotuneError;
 use super::select::tuned_point;
 use super::text;
-use crate::bench::file::write_atomic;
 use crate::bench::report::BenchFile;
 use crate::bench::workload::Point;
 use crate::tuned::{Measured, TunedTable};
@@ -40,10 +39,25 @@ pub fn read_table(path: &Path) -> Result<TunedTable, AutotuneError> {
 
 /// Write `table` to `path` (whole or not at all).
 pub fn write(path: &Path, table: &TunedTable) -> Result<(), AutotuneError> {
-    write_atomic(path, &table.to_json_string()?).map_err(|source| AutotuneError::Write {
+    kda_host::case::write_atomic(path, table.to_json_string()?.as_bytes())
+        .map_err(|e| write_error(path, e))
+}
+
+/// Fails now, before any timing, if `path` cannot take the table.
+pub fn check_output(path: &Path) -> Result<(), AutotuneError> {
+    kda_host::case::check_output(path).map_err(|e| write_error(path, e))
+}
+
+fn write_error(path: &Path, e: kda_host::case::FileError) -> AutotuneError {
+    let source = match e {
+        kda_host::case::FileError::Io { source, .. } => source,
+        kda_host::case::FileError::Output { reason, .. } => std::io::Error::other(reason),
+        other => std::io::Error::other(other.to_string()),
+    };
+    AutotuneError::Write {
         path: path.to_path_buf(),
         source,
-    })
+    }
 }
 
 /// `YYYY-MM-DD` (UTC) of a Unix time; `?` past the year 9999.

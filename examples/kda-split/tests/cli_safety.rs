@@ -1,0 +1,270 @@
+//! Issue 13, "no silent wrong answers" in the CLI: the files the commands
+//! write (never their own input, checked before the work, replaced
+//! atomically) and inputs too large for the machine (refused at once with
+//! the limit, never a panic, an allocation abort or minutes of work).
+
+mod cli_support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cli_support::{Out, kda_split};
+use kda_runtime::CudaDevice;
+
+/// A scratch folder unique to this process and `name`; removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("kda-split-safety-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn no_panic(out: &Out) {
+    assert!(!out.stderr.contains("panicked"), "{out}");
+}
+
+/// A small case (1 head, 1 request) in `dir`.
+fn small_case(dir: &Scratch) -> PathBuf {
+    let case = dir.join("case.safetensors");
+    let args = ["gen-case", "-o", s(&case), "--heads", "1", "--batch", "1"];
+    kda_split(&args).expect_ok();
+    case
+}
+
+#[test]
+fn run_refuses_an_out_that_is_its_input() {
+    let dir = Scratch::new("out-is-input");
+    let case = small_case(&dir);
+    let before = std::fs::read(&case).unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&case, dir.join("link.safetensors")).unwrap();
+    std::fs::hard_link(&case, dir.join("hard.safetensors")).unwrap();
+    for out in [
+        case.clone(),
+        dir.join("sub/../case.safetensors"),
+        dir.join("link.safetensors"),
+        dir.join("hard.safetensors"),
+    ] {
+        let args = [
+            "run",
+            "--device",
+            "sim",
+            "--case",
+            s(&case),
+            "--out",
+            s(&out),
+        ];
+        let out = kda_split(&args).expect_code(2);
+        assert!(out.stderr.contains("is the input file"), "{out}");
+        // Refused before anything ran.
+        assert!(!out.stdout.contains("KdaSplit:"), "{out}");
+        assert_eq!(std::fs::read(&case).unwrap(), before);
+    }
+    // The other way round: the case given through the link, --out the file.
+    let link = dir.join("link.safetensors");
+    let args = [
+        "run",
+        "--device",
+        "sim",
+        "--case",
+        s(&link),
+        "--out",
+        s(&case),
+    ];
+    kda_split(&args).expect_code(2);
+    assert_eq!(std::fs::read(&case).unwrap(), before);
+}
+
+#[test]
+fn ptx_refuses_an_out_that_is_its_case() {
+    let dir = Scratch::new("ptx-out-is-case");
+    let case = small_case(&dir);
+    let before = std::fs::read(&case).unwrap();
+    let out = kda_split(&["ptx", "--case", s(&case), "-o", s(&case)]).expect_code(2);
+    assert!(out.stderr.contains("is the input file"), "{out}");
+    assert_eq!(std::fs::read(&case).unwrap(), before);
+}
+
+#[test]
+fn output_paths_are_checked_before_the_work() {
+    let dir = Scratch::new("out-checked");
+    let case = small_case(&dir);
+    let missing = dir.join("no/such/folder/out.safetensors");
+    for args in [
+        vec![
+            "run",
+            "--device",
+            "sim",
+            "--case",
+            s(&case),
+            "--out",
+            s(&missing),
+        ],
+        vec!["gen-case", "-o", s(&missing)],
+        vec!["ptx", "--heads", "1", "--batch", "1", "-o", s(&missing)],
+        vec!["gen-case", "-o", s(&dir.0)],
+    ] {
+        let out = kda_split(&args).expect_code(2);
+        assert!(out.stderr.contains("cannot write the output"), "{out}");
+        // `run` stopped before reading the case or running anything.
+        assert!(!out.stdout.contains("KdaSplit:"), "{out}");
+    }
+    assert_eq!(dir.names(), ["case.safetensors"]);
+}
+
+/// A written file replaces the old one by a rename (a new file), never by
+/// truncating it in place: a hard link to the old file keeps the old
+/// contents, and no temporary is left behind. `ptx -o` used a plain
+/// truncating write.
+#[test]
+fn every_output_is_a_new_file_renamed_into_place() {
+    let dir = Scratch::new("atomic");
+    let case = small_case(&dir);
+    let outputs: [(&str, Vec<&str>); 3] = [
+        ("ptx.ptx", vec!["ptx", "--heads", "1", "--batch", "1", "-o"]),
+        (
+            "gen.safetensors",
+            vec!["gen-case", "--heads", "1", "--batch", "1", "-o"],
+        ),
+        (
+            "results.safetensors",
+            vec!["run", "--device", "sim", "--case", s(&case), "--out"],
+        ),
+    ];
+    for (name, args) in outputs {
+        let target = dir.join(name);
+        std::fs::write(&target, b"old contents").unwrap();
+        let alias = dir.join(&format!("{name}.alias"));
+        std::fs::hard_link(&target, &alias).unwrap();
+        let mut args = args;
+        args.push(s(&target));
+        kda_split(&args).expect_ok();
+        assert_eq!(std::fs::read(&alias).unwrap(), b"old contents", "{name}");
+        assert_ne!(std::fs::read(&target).unwrap(), b"old contents", "{name}");
+    }
+    assert!(
+        dir.names().iter().all(|n| !n.ends_with(".tmp")),
+        "{:?}",
+        dir.names()
+    );
+}
+
+/// Each must fail at once (exit 2 naming the limit or the overflow): before,
+/// they panicked (capacity overflow, slice index) or aborted in the
+/// allocator after a while.
+#[test]
+fn generated_sizes_beyond_the_machine_are_refused_at_once() {
+    let dir = Scratch::new("huge");
+    let o = dir.join("x.safetensors");
+    let huge: [&[&str]; 8] = [
+        &["--num-slots", "18446744073709551615"],
+        &["--num-slots", "1000000000000"],
+        &["--tokens", "2", "--slot-extra", "18446744073709551615"],
+        &["--conv-extra", "18446744073709551615"],
+        &["--conv-extra", "1000000000000"],
+        &["--batch", "4294967295"],
+        &["--heads", "100000"],
+        &[
+            "--heads",
+            "4294967295",
+            "--batch",
+            "4294967295",
+            "--tokens",
+            "8",
+        ],
+    ];
+    for extra in huge {
+        let mut args = vec!["gen-case", "-o", s(&o)];
+        args.extend_from_slice(extra);
+        let start = Instant::now();
+        let out = kda_split(&args).expect_code(2);
+        no_panic(&out);
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{extra:?} took {:?}",
+            start.elapsed()
+        );
+        assert!(
+            out.stderr.contains("the limit is")
+                || out.stderr.contains("overflow")
+                || out.stderr.contains("slot ids are I32"),
+            "{out}"
+        );
+    }
+    assert!(dir.names().is_empty(), "{:?}", dir.names());
+    // The demo generates its case too.
+    let out = kda_split(&["--device", "sim", "--batch", "4294967295"]).expect_code(2);
+    assert!(out.stderr.contains("the limit is"), "{out}");
+    let out = kda_split(&["--device", "sim", "--heads", "100000", "--batch", "1"]).expect_code(2);
+    assert!(out.stderr.contains("the limit is"), "{out}");
+}
+
+/// A case file larger than the limit is refused before it is read (a
+/// sparse terabyte used to be read into memory: an allocation abort), and
+/// an endless one (a device) stops at the limit.
+#[test]
+fn case_files_beyond_the_limit_are_refused_unread() {
+    let dir = Scratch::new("huge-file");
+    let path = dir.join("huge.safetensors");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    for case in [s(&path), "/dev/zero"] {
+        let start = Instant::now();
+        let out = kda_split(&["run", "--device", "sim", "--case", case]).expect_code(3);
+        no_panic(&out);
+        assert!(out.stderr.contains("the limit is"), "{out}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{case}: {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+#[test]
+fn bench_without_a_gpu_fails_with_exit_4() {
+    if CudaDevice::new(0).is_ok() {
+        return; // there is a GPU: `bench` would measure
+    }
+    let dir = Scratch::new("bench");
+    let json = dir.join("bench.json");
+    let out = kda_split(&["bench", "--quick", "--json", s(&json)]).expect_code(4);
+    assert!(out.stdout.contains("bench: no usable GPU"), "{out}");
+    assert!(dir.names().is_empty());
+}
+
+#[test]
+fn repeat_is_bounded() {
+    let out = kda_split(&["--device", "sim", "--repeat", "18446744073709551615"]).expect_code(2);
+    assert!(out.stderr.contains("at most 100000"), "{out}");
+}
