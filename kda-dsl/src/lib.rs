@@ -30,9 +30,9 @@ pub use half::bf16;
 pub use hw::{block_idx, cluster_rank, grid_dim, lane_id, thread_idx};
 pub use mem::{IntoIx, Ix, Regs, Shared, SharedIndex, StoreValue, Tensor, TensorIndex, ix};
 pub use sync::{
-    Barrier, Dest, Role, bar_sync, cluster_arrive, cluster_arrive_relaxed, cluster_sync,
-    cluster_wait, cp_async_commit, cp_async_wait, fence_mbarrier_init, fence_proxy_async,
-    pdl_trigger, pdl_wait,
+    Barrier, Barriers, Dest, RingIndex, Role, bar_sync, cluster_arrive, cluster_arrive_relaxed,
+    cluster_sync, cluster_wait, cp_async_commit, cp_async_wait, fence_mbarrier_init,
+    fence_proxy_async, pdl_trigger, pdl_wait,
 };
 pub use val::{Cast, Elem, Operand, Ty, Val, pack, val};
 pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, sync_warp, warp_sum};

@@ -12,7 +12,7 @@ pub use super::sync::{Dest, bulk_copy, cp_async, in_role, send, send_lanes};
 pub use super::trace::Trace;
 
 use super::mem::{Regs, Shared, Tensor};
-use super::sync::{Barrier, Role};
+use super::sync::{Barrier, Barriers, Role};
 use super::trace::emit;
 use super::val::{Elem, Operand, Ty, Val};
 
@@ -207,16 +207,67 @@ pub fn mbarrier(name: &str, arrivals: u32, tx: u32, roles: &[&Role]) -> Barrier 
     Barrier::new(emit(|b| b.mbarrier(name, arrivals, tx, &r)), tx)
 }
 
-/// `mbarrier!(.., count = n)`: `n` barriers `name[0]`, `name[1]`, ...
+/// `bars[i]` of a ring: element `i`, a comptime integer or a runtime `u32`.
 #[track_caller]
-pub fn mbarriers(name: &str, n: u32, arrivals: u32, tx: u32, roles: &[&Role]) -> Vec<Barrier> {
+pub fn bar_at(bars: &Barriers, i: impl super::sync::RingIndex) -> Barrier {
+    bars.at(i)
+}
+
+/// `mbarrier!(.., released)`: its first wait passes at once.
+#[track_caller]
+pub fn mbarrier_released(name: &str, arrivals: u32, tx: u32, roles: &[&Role]) -> Barrier {
+    let bar = mbarrier(name, arrivals, tx, roles);
+    emit(|b| b.release(bar.id));
+    bar
+}
+
+/// `mbarrier!(.., count = n [, released])`: a ring of `n` barriers
+/// `name[0]`, `name[1]`, ... (consecutive, so a runtime index names one).
+#[track_caller]
+pub fn mbarriers(
+    name: &str,
+    n: u32,
+    arrivals: u32,
+    tx: u32,
+    roles: &[&Role],
+    released: bool,
+) -> Barriers {
     let r = ids(roles);
-    let mut out = Vec::with_capacity(n as usize);
+    let mut first = None;
     for k in 0..n {
         let id = emit(|b| b.mbarrier(format!("{name}[{k}]"), arrivals, tx, &r));
-        out.push(Barrier::new(id, tx));
+        first.get_or_insert(id);
     }
-    out
+    if let Some(f) = first {
+        emit(|b| {
+            b.declare_ring(f, n);
+            if released {
+                b.release(f);
+            }
+        });
+    }
+    Barriers::new(first, n, tx)
+}
+
+/// What `guard = ..` names: a barrier, or a ring (`guard = bars`: stage
+/// `s` of the buffer, its first dimension, is filled through `bars[s]`).
+pub trait Guard {
+    fn guard_id(&self) -> Option<kda_ir::Barrier>;
+}
+impl Guard for Barrier {
+    fn guard_id(&self) -> Option<kda_ir::Barrier> {
+        Some(self.id())
+    }
+}
+impl Guard for Barriers {
+    fn guard_id(&self) -> Option<kda_ir::Barrier> {
+        self.first()
+    }
+}
+
+/// `guard = g`.
+pub fn guard<G: Guard>(g: &G) -> Option<kda_ir::Barrier> {
+    g.guard_id()
 }
 
 /// `shared!([T; dims..], align = .., guard = .., roles = [..])`.
@@ -226,11 +277,11 @@ pub fn shared<T: Elem>(
     dims: &[u32],
     align: u32,
     roles: &[&Role],
-    guard: Option<&Barrier>,
+    guard: Option<Option<kda_ir::Barrier>>,
 ) -> Shared<T> {
     let r = ids(roles);
     let len: u32 = dims.iter().product();
-    let g = guard.map(|g| g.id);
+    let g = guard.flatten();
     let id = emit(|b| b.shared(name, T::SCALAR, len, align, &r, g));
     Shared::new(id, dims)
 }

@@ -43,24 +43,31 @@ pub fn in_role<R>(role: &Role, body: impl FnOnce() -> R) -> R {
 
 /// An mbarrier in shared memory (declared with `mbarrier!`): its arrival count
 /// and the transaction bytes it expects per phase are part of its declaration.
+/// `bars[s]` of a ring (`mbarrier!(.., count = n)`) with a runtime `s` is a
+/// `Barrier` too: its ops name element `s` at run time.
 #[derive(Copy, Clone)]
 pub struct Barrier {
     pub(crate) id: kda_ir::Barrier,
     tx: u32,
+    /// Element `at` of the ring of `len` barriers from `id`.
+    pub(crate) ring: Option<(u32, kda_ir::Value)>,
 }
 
 impl fmt::Debug for Barrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Barrier({}, tx {})", self.id, self.tx)
+        match self.ring {
+            None => write!(f, "Barrier({}, tx {})", self.id, self.tx),
+            Some((n, at)) => write!(f, "Barrier({}[{at} of {n}], tx {})", self.id, self.tx),
+        }
     }
 }
 
 impl Barrier {
     pub(crate) fn new(id: kda_ir::Barrier, tx: u32) -> Barrier {
-        Barrier { id, tx }
+        Barrier { id, tx, ring: None }
     }
 
-    /// The IR barrier.
+    /// The IR barrier (of a runtime ring element: the ring's first).
     pub fn id(self) -> kda_ir::Barrier {
         self.id
     }
@@ -73,38 +80,182 @@ impl Barrier {
     /// `mbarrier.init` with the declared arrival count (one thread).
     #[track_caller]
     pub fn init(self) {
+        if self.ring.is_some() {
+            panic!(
+                "kda: initialise a ring's mbarriers by comptime index (`for b in bars {{ b.init() }}`), not `bars[runtime]`"
+            );
+        }
         emit(|b| b.mbarrier_init(self.id))
     }
 
     /// One arrival.
     #[track_caller]
     pub fn arrive(self) {
-        emit(|b| b.mbarrier_arrive(self.id))
+        match self.ring {
+            None => emit(|b| b.mbarrier_arrive(self.id)),
+            Some((n, at)) => emit(|b| b.mbarrier_arrive_at(self.id, n, at)),
+        }
     }
 
     /// One arrival that expects the declared transaction bytes of this phase.
     #[track_caller]
     pub fn arm(self) {
-        emit(|b| b.mbarrier_arrive_expect_tx(self.id, self.tx))
+        self.arrive_expect_tx(self.tx)
     }
 
     /// One arrival that expects `bytes` of this phase's transactions.
     #[track_caller]
     pub fn arrive_expect_tx(self, bytes: u32) {
-        emit(|b| b.mbarrier_arrive_expect_tx(self.id, bytes))
+        match self.ring {
+            None => emit(|b| b.mbarrier_arrive_expect_tx(self.id, bytes)),
+            Some((n, at)) => emit(|b| b.mbarrier_arrive_expect_tx_at(self.id, n, at, bytes)),
+        }
     }
 
     /// Wait for the next phase this role has not waited for (the parity is
-    /// tracked for you).
+    /// tracked for you, as loop-carried state inside runtime loops).
     #[track_caller]
     pub fn wait(self) {
-        emit(|b| b.wait(self.id))
+        match self.ring {
+            None => emit(|b| b.wait(self.id)),
+            Some((n, at)) => emit(|b| b.wait_at(self.id, n, at)),
+        }
     }
 
     /// Wait for an explicit phase (0, 1, ...: parity `phase & 1`).
     #[track_caller]
     pub fn wait_phase(self, phase: u32) {
+        if self.ring.is_some() {
+            panic!(
+                "kda: `wait_phase` names a comptime phase, which a runtime ring element does not have; use `wait()`"
+            );
+        }
         emit(|b| b.wait_phase(self.id, phase))
+    }
+}
+
+/// A ring of mbarriers (`mbarrier!(.., count = n)`): `n` barriers with one
+/// declaration, consecutive in shared memory. `bars[k]` with a comptime `k`
+/// is one of them; `bars[s]` with a runtime `s: u32` names element `s` at
+/// run time, and the phases of all elements are tracked together.
+#[derive(Copy, Clone)]
+pub struct Barriers {
+    first: Option<kda_ir::Barrier>,
+    n: u32,
+    tx: u32,
+}
+
+impl fmt::Debug for Barriers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Barriers({:?} x {}, tx {})", self.first, self.n, self.tx)
+    }
+}
+
+impl Barriers {
+    pub(crate) fn new(first: Option<kda_ir::Barrier>, n: u32, tx: u32) -> Barriers {
+        Barriers { first, n, tx }
+    }
+
+    pub fn len(self) -> usize {
+        self.n as usize
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.n == 0
+    }
+
+    /// The first barrier (the ring's base in the IR).
+    pub fn first(self) -> Option<kda_ir::Barrier> {
+        self.first
+    }
+
+    /// Element `k` (comptime), if there is one.
+    pub fn get(self, k: usize) -> Option<Barrier> {
+        let first = self.first?;
+        (k < self.n as usize).then(|| {
+            Barrier::new(
+                kda_ir::Barrier::from_u32(first.as_u32() + k as u32),
+                self.tx,
+            )
+        })
+    }
+
+    /// Element `s`: a comptime integer or a runtime `u32`/`i32`.
+    #[track_caller]
+    pub fn at(self, s: impl RingIndex) -> Barrier {
+        s.element(self)
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Barrier> {
+        (0..self.len()).filter_map(move |k| self.get(k))
+    }
+}
+
+impl IntoIterator for Barriers {
+    type Item = Barrier;
+    type IntoIter = Box<dyn Iterator<Item = Barrier>>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl IntoIterator for &Barriers {
+    type Item = Barrier;
+    type IntoIter = Box<dyn Iterator<Item = Barrier>>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new((*self).iter())
+    }
+}
+
+/// What indexes a [`Barriers`] ring.
+pub trait RingIndex {
+    #[track_caller]
+    fn element(self, bars: Barriers) -> Barrier;
+}
+
+macro_rules! ring_index_int {
+    ($($t:ty),*) => {$(
+        impl RingIndex for $t {
+            #[track_caller]
+            fn element(self, bars: Barriers) -> Barrier {
+                let k = usize::try_from(self).ok();
+                match k.and_then(|k| bars.get(k)) {
+                    Some(b) => b,
+                    None => panic!("kda: mbarrier index {self} past a ring of {}", bars.n),
+                }
+            }
+        }
+    )*};
+}
+ring_index_int!(usize, u32, i32, u64, i64);
+
+impl RingIndex for Val<u32> {
+    #[track_caller]
+    fn element(self, bars: Barriers) -> Barrier {
+        let Some(first) = bars.first else {
+            panic!("kda: a runtime index into an empty ring of mbarriers");
+        };
+        Barrier {
+            id: first,
+            tx: bars.tx,
+            ring: Some((bars.n, self.value())),
+        }
+    }
+}
+
+impl RingIndex for Val<i32> {
+    #[track_caller]
+    fn element(self, bars: Barriers) -> Barrier {
+        let v = emit(|b| b.cvt(self.value(), kda_ir::Type::U32));
+        Val::<u32>::from_value(v).element(bars)
+    }
+}
+
+impl<I: RingIndex> super::mem::LoadHandle<I> for Barriers {
+    type Output = Barrier;
+    #[track_caller]
+    fn __kda_load(self, i: I) -> Barrier {
+        i.element(self)
     }
 }
 
@@ -236,6 +387,11 @@ fn send_value<T: Elem>(
     to: Dest,
     bar: &Barrier,
 ) {
+    if bar.ring.is_some() {
+        panic!(
+            "kda: `send!` completes a barrier named by a comptime index; a runtime ring element is not supported yet"
+        );
+    }
     match to {
         Dest::One(rank) => {
             let cta = rank.value();
@@ -273,7 +429,12 @@ pub fn bulk_copy<T: Elem, U: Elem, const R: usize>(
     } else {
         CachePolicy::Normal
     };
-    emit(|b| b.bulk_copy(dst.id, s, src.id, &g, bytes, bar.id, policy))
+    match bar.ring {
+        None => emit(|b| b.bulk_copy(dst.id, s, src.id, &g, bytes, bar.id, policy)),
+        Some((n, at)) => {
+            emit(|b| b.bulk_copy_at(dst.id, s, src.id, &g, bytes, (bar.id, n, at), policy))
+        }
+    }
 }
 
 /// 16-byte `cp.async.cg` from `src[gi..]` into `dst[si..]` (what `cp_async!`

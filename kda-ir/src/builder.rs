@@ -6,11 +6,17 @@
 //! source in dumps, PTX comments and errors. [`Builder::at`] overrides it.
 //!
 //! Mbarrier parity is tracked here: [`Builder::wait`] waits on the next phase
-//! the current role has not yet waited for. Waits inside a runtime `if` do
-//! not advance it (the branch may not run): wait on the same barrier in a
-//! branch and again after it with [`Builder::wait_phase`].
+//! the current role has not yet waited for. Outside runtime loops the phase
+//! is a trace-time count, and waits inside a runtime `if` do not advance it
+//! (the branch may not run): wait on the same barrier in a branch and again
+//! after it with [`Builder::wait_phase`]. Inside runtime loops it is
+//! loop-carried state (see [`phases`]).
 
-use std::collections::HashMap;
+mod phases;
+
+use phases::{Bits, Elem, Phases};
+
+use cranelift_entity::EntityRef;
 
 use crate::entities::{Barrier, Buffer, Region, Role, ScalarParam, Sym, Tensor, Value};
 use crate::kernel::{
@@ -25,7 +31,7 @@ pub struct Builder {
     k: Kernel,
     cursor: Vec<Region>,
     roles: Vec<Role>,
-    phases: HashMap<(Barrier, Option<Role>), u32>,
+    ph: Phases,
     loc: Option<Loc>,
 }
 
@@ -37,7 +43,7 @@ impl Builder {
             k,
             cursor: vec![body],
             roles: vec![],
-            phases: HashMap::new(),
+            ph: Phases::default(),
             loc: None,
         }
     }
@@ -176,6 +182,20 @@ impl Builder {
     /// Append an instruction with results of the given types.
     #[track_caller]
     pub fn push(&mut self, op: Op, args: &[Value], result_tys: &[Type]) -> Vec<Value> {
+        let region = *self.cursor.last().expect("builder cursor is never empty");
+        self.push_in(region, op, args, result_tys)
+    }
+
+    /// Append an instruction to `region` (an enclosing region whose next op
+    /// is not built yet).
+    #[track_caller]
+    fn push_in(
+        &mut self,
+        region: Region,
+        op: Op,
+        args: &[Value],
+        result_tys: &[Type],
+    ) -> Vec<Value> {
         let loc = self.loc();
         let inst = self.k.insts.push(InstData {
             op,
@@ -194,7 +214,6 @@ impl Builder {
             })
             .collect();
         self.k.insts[inst].results = results.clone();
-        let region = *self.cursor.last().expect("builder cursor is never empty");
         self.k.regions[region].insts.push(inst);
         results
     }
@@ -374,7 +393,24 @@ impl Builder {
     }
     #[track_caller]
     pub fn mbarrier_arrive(&mut self, bar: Barrier) {
-        self.push0(Op::MbarArrive { barrier: bar }, &[]);
+        self.push0(
+            Op::MbarArrive {
+                barrier: bar,
+                ring: 0,
+            },
+            &[],
+        );
+    }
+    /// One arrival on element `at` of the ring of `ring` barriers from `first`.
+    #[track_caller]
+    pub fn mbarrier_arrive_at(&mut self, first: Barrier, ring: u32, at: Value) {
+        self.push0(
+            Op::MbarArrive {
+                barrier: first,
+                ring,
+            },
+            &[at],
+        );
     }
     #[track_caller]
     pub fn mbarrier_arrive_expect_tx(&mut self, bar: Barrier, bytes: u32) {
@@ -382,15 +418,39 @@ impl Builder {
             Op::MbarArriveExpectTx {
                 barrier: bar,
                 bytes,
+                ring: 0,
             },
             &[],
+        );
+    }
+    #[track_caller]
+    pub fn mbarrier_arrive_expect_tx_at(
+        &mut self,
+        first: Barrier,
+        ring: u32,
+        at: Value,
+        bytes: u32,
+    ) {
+        self.push0(
+            Op::MbarArriveExpectTx {
+                barrier: first,
+                bytes,
+                ring,
+            },
+            &[at],
         );
     }
     /// Wait for the next phase of `bar` this role has not waited for yet.
     #[track_caller]
     pub fn wait(&mut self, bar: Barrier) {
-        let key = (bar, self.current_role());
-        let phase = self.phases.entry(key).or_insert(0);
+        let role = self.current_role();
+        let (first, n) = self.group(bar);
+        let key = (first, role);
+        if self.dynamic(key) {
+            let k = (bar.index() - first.index()) as u32;
+            return self.wait_bits(key, n, Elem::Const(k));
+        }
+        let phase = self.ph.counts.entry((bar, role)).or_insert(0);
         let p = *phase;
         *phase += 1;
         self.push0(
@@ -400,6 +460,17 @@ impl Builder {
             },
             &[],
         );
+    }
+    /// Wait for the next phase of element `at` (a runtime u32) of the ring
+    /// of `ring` barriers from `first`: the phase bits of the whole ring are
+    /// runtime state from here on.
+    #[track_caller]
+    pub fn wait_at(&mut self, first: Barrier, ring: u32, at: Value) {
+        if !self.ph.groups.contains_key(&first) {
+            self.declare_ring(first, ring);
+        }
+        let key = (first, self.current_role());
+        self.wait_bits(key, ring, Elem::Runtime(at));
     }
     /// Wait for an explicit phase of `bar`.
     #[track_caller]
@@ -491,6 +562,34 @@ impl Builder {
                 barrier: bar,
                 bytes,
                 policy,
+                ring: 0,
+            },
+            &args,
+        );
+    }
+    /// A bulk copy completing on element `at` of the ring of `ring` barriers from `first`.
+    #[track_caller]
+    pub fn bulk_copy_at(
+        &mut self,
+        buf: Buffer,
+        sidx: Value,
+        t: Tensor,
+        gidx: &[Value],
+        bytes: u32,
+        (first, ring, at): (Barrier, u32, Value),
+        policy: CachePolicy,
+    ) {
+        let mut args = vec![sidx];
+        args.extend_from_slice(gidx);
+        args.push(at);
+        self.push0(
+            Op::BulkCopy {
+                buffer: buf,
+                tensor: t,
+                barrier: first,
+                bytes,
+                policy,
+                ring,
             },
             &args,
         );
@@ -557,16 +656,45 @@ impl Builder {
     ) -> Vec<Value> {
         let (rt, _) = self.new_region(&[]);
         let (re, _) = self.new_region(&[]);
-        // Waits inside a runtime branch do not advance the tracked phase: the
-        // branch may not run. A barrier waited on in a branch and again later
-        // needs `wait_phase`.
-        let phases = self.phases.clone();
+        // Waits inside a runtime branch do not advance a trace-time phase:
+        // the branch may not run. A barrier waited on in a branch and again
+        // later needs `wait_phase`. Runtime phase bits a branch changes are
+        // yielded by both branches instead.
+        let counts = self.ph.counts.clone();
+        let bits = self.ph.bits.clone();
         let ys = self.fill(rt, then);
-        self.phases = phases.clone();
+        let bits_then = std::mem::replace(&mut self.ph.bits, bits.clone());
+        self.ph.counts = counts.clone();
         self.fill(re, els);
-        self.phases = phases;
-        let tys: Vec<Type> = ys.iter().map(|&v| self.ty(v)).collect();
-        self.push(Op::If { then: rt, els: re }, &[cond], &tys)
+        let bits_else = std::mem::replace(&mut self.ph.bits, bits.clone());
+        self.ph.counts = counts;
+        let d = self.ph.loops.len();
+        let mut keys = Builder::branch_changes(&bits, &bits_then, d);
+        keys.extend(Builder::branch_changes(&bits, &bits_else, d));
+        keys.sort_by_key(|&(b, r)| (b.index(), r.map(|r| r.index())));
+        keys.dedup();
+        let mut tys: Vec<Type> = ys.iter().map(|&v| self.ty(v)).collect();
+        let n = tys.len();
+        for &key in &keys {
+            let before = self.bits_at(key, d);
+            for (r, after) in [(rt, &bits_then), (re, &bits_else)] {
+                let v = match after.get(&key) {
+                    Some(&Bits::Val(v, at)) if at == d => v,
+                    _ => before,
+                };
+                let y = *self.k.regions[r]
+                    .insts
+                    .last()
+                    .expect("a built region ends in a yield");
+                self.k.insts[y].args.push(v);
+            }
+            tys.push(Type::U32);
+        }
+        let rs = self.push(Op::If { then: rt, els: re }, &[cond], &tys);
+        for (&key, &r) in keys.iter().zip(&rs[n..]) {
+            self.ph.bits.insert(key, Bits::Val(r, d));
+        }
+        rs[..n].to_vec()
     }
 
     /// `for iv in (lo..hi).step_by(step)` carrying `inits`; `body` gets the
@@ -583,10 +711,21 @@ impl Builder {
         let mut tys = vec![self.ty(lo)];
         tys.extend(inits.iter().map(|&v| self.ty(v)));
         let (r, params) = self.new_region(&tys);
-        self.fill(r, |b| body(b, params[0], &params[1..]));
+        self.open_loop(r);
+        self.cursor.push(r);
+        let mut ys = body(self, params[0], &params[1..]);
+        ys.extend(self.loop_yields());
+        self.push0(Op::Yield, &ys);
+        self.cursor.pop();
+        let carried = self.close_loop();
         let mut args = vec![lo, hi, step];
         args.extend_from_slice(inits);
-        self.push(Op::For { body: r }, &args, &tys[1..])
+        args.extend(carried.iter().map(|c| c.init));
+        let n = tys.len() - 1;
+        tys.extend(carried.iter().map(|_| Type::U32));
+        let rs = self.push(Op::For { body: r }, &args, &tys[1..]);
+        self.loop_results(&carried, &rs[n..]);
+        rs[..n].to_vec()
     }
 
     /// `while cond(carried) { carried = body(carried) }`.
@@ -597,17 +736,31 @@ impl Builder {
         cond: impl FnOnce(&mut Builder, &[Value]) -> Value,
         body: impl FnOnce(&mut Builder, &[Value]) -> Vec<Value>,
     ) -> Vec<Value> {
-        let tys: Vec<Type> = inits.iter().map(|&v| self.ty(v)).collect();
+        let mut tys: Vec<Type> = inits.iter().map(|&v| self.ty(v)).collect();
+        let n = tys.len();
         let (rc, pc) = self.new_region(&tys);
-        self.fill(rc, |b| {
-            let c = cond(b, &pc);
-            let mut ys = vec![c];
-            ys.extend_from_slice(&pc);
-            ys
-        });
+        self.open_loop(rc);
+        self.cursor.push(rc);
+        let c = cond(self, &pc);
+        let mut ys = vec![c];
+        ys.extend_from_slice(&pc);
+        ys.extend(self.loop_yields());
+        self.push0(Op::Yield, &ys);
+        self.cursor.pop();
         let (rb, pb) = self.new_region(&tys);
-        self.fill(rb, |b| body(b, &pb));
-        self.push(Op::While { cond: rc, body: rb }, inits, &tys)
+        self.loop_region(rb);
+        self.cursor.push(rb);
+        let mut ys = body(self, &pb);
+        ys.extend(self.loop_yields());
+        self.push0(Op::Yield, &ys);
+        self.cursor.pop();
+        let carried = self.close_loop();
+        let mut args = inits.to_vec();
+        args.extend(carried.iter().map(|c| c.init));
+        tys.extend(carried.iter().map(|_| Type::U32));
+        let rs = self.push(Op::While { cond: rc, body: rb }, &args, &tys);
+        self.loop_results(&carried, &rs[n..]);
+        rs[..n].to_vec()
     }
 
     /// Code that runs only in `role`'s threads.
@@ -615,10 +768,19 @@ impl Builder {
     pub fn in_role(&mut self, role: Role, body: impl FnOnce(&mut Builder)) {
         let (r, _) = self.new_region(&[]);
         self.roles.push(role);
+        self.ph.role_depth.push(self.ph.loops.len());
+        let bits = self.ph.bits.clone();
         self.fill(r, |b| {
             body(b);
             vec![]
         });
+        // Phase bits defined inside the role's region do not outlive it.
+        for (key, v) in self.ph.bits.iter_mut() {
+            if bits.get(key) != Some(v) {
+                *v = Bits::Lost;
+            }
+        }
+        self.ph.role_depth.pop();
         self.roles.pop();
         self.push0(Op::InRole { role, body: r }, &[]);
     }

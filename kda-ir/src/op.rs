@@ -336,9 +336,14 @@ op_table! {
     Mma16816 "mma.m16n8k16" None 3 -> 1;
     WarpSync "warp.sync" None 0 -> 0;
     MbarInit "mbarrier.init" None 0 -> 0;
-    MbarArrive "mbarrier.arrive" None 0 -> 0;
-    MbarArriveExpectTx "mbarrier.arrive.expect_tx" None 0 -> 0;
+    /// Operands: the ring index when the barrier is an element of a ring.
+    MbarArrive "mbarrier.arrive" None * -> 0;
+    /// Operands: the ring index when the barrier is an element of a ring.
+    MbarArriveExpectTx "mbarrier.arrive.expect_tx" None * -> 0;
     MbarWait "mbarrier.wait" None 0 -> 0;
+    /// Operands: the parity, then the ring index when the barrier is an
+    /// element of a ring.
+    MbarWaitParity "mbarrier.wait.parity" None * -> 0;
     FenceMbarInit "fence.mbarrier_init" None 0 -> 0;
     FenceProxyAsync "fence.proxy.async" None 0 -> 0;
     ClusterArrive "cluster.arrive" Relaxed 0 -> 0;
@@ -349,7 +354,8 @@ op_table! {
     CpAsync "cp.async" None * -> 0;
     CpAsyncCommit "cp.async.commit" None 0 -> 0;
     CpAsyncWait "cp.async.wait" None 0 -> 0;
-    /// Operands: the shared index, then one global index per dimension.
+    /// Operands: the shared index, one global index per dimension, then the
+    /// ring index when the barrier is an element of a ring.
     BulkCopy "cp.async.bulk" Policy * -> 0;
     GridDepWait "pdl.wait" None 0 -> 0;
     GridDepLaunch "pdl.launch_dependents" None 0 -> 0;
@@ -490,12 +496,26 @@ pub enum Op {
     // ---- barriers and fences
     /// `->`: initialise with the declared arrival count.
     MbarInit { barrier: Barrier },
-    /// `->`: one arrival.
-    MbarArrive { barrier: Barrier },
-    /// `->`: one arrival that also expects `bytes` of transactions this phase.
-    MbarArriveExpectTx { barrier: Barrier, bytes: u32 },
+    /// `[ring index] ->`: one arrival. With `ring > 0` the barrier is element
+    /// `index` of the `ring` consecutive barriers starting at `barrier`
+    /// (the same for every op that has a `ring`).
+    MbarArrive { barrier: Barrier, ring: u32 },
+    /// `[ring index] ->`: one arrival that also expects `bytes` of transactions this phase.
+    MbarArriveExpectTx {
+        barrier: Barrier,
+        bytes: u32,
+        ring: u32,
+    },
     /// `->`: wait until the `phase`-th completion (parity `phase & 1`).
     MbarWait { barrier: Barrier, phase: u32 },
+    /// `parity: u32 [, ring index] ->`: wait until the barrier's current
+    /// phase parity differs from `parity & 1` (`mbarrier.try_wait.parity`
+    /// with a register parity): the phase with that parity has completed.
+    /// On a fresh barrier a wait for parity 1 passes at once (the phase
+    /// "before" phase 0 counts as completed), which is how a ring's empty
+    /// barriers start released. The builder emits it for waits inside
+    /// runtime loops, where the parity is loop-carried state.
+    MbarWaitParity { barrier: Barrier, ring: u32 },
     /// `fence.mbarrier_init.release.cluster`.
     FenceMbarInit,
     /// `fence.proxy.async.shared::cta`.
@@ -526,6 +546,7 @@ pub enum Op {
         barrier: Barrier,
         bytes: u32,
         policy: CachePolicy,
+        ring: u32,
     },
 
     // ---- programmatic dependent launch
@@ -602,6 +623,7 @@ impl Op {
             Op::MbarArrive { .. } => C::MbarArrive,
             Op::MbarArriveExpectTx { .. } => C::MbarArriveExpectTx,
             Op::MbarWait { .. } => C::MbarWait,
+            Op::MbarWaitParity { .. } => C::MbarWaitParity,
             Op::FenceMbarInit => C::FenceMbarInit,
             Op::FenceProxyAsync => C::FenceProxyAsync,
             Op::ClusterArrive { .. } => C::ClusterArrive,
@@ -658,6 +680,21 @@ impl Op {
             | Op::BulkCopy { policy, .. } => policy == CachePolicy::EvictFirst,
             Op::ClusterArrive { relaxed } => relaxed,
             _ => false,
+        }
+    }
+
+    /// The barrier the op names and its ring length (0: a single barrier;
+    /// else the ring index is the op's last operand).
+    pub fn barrier(&self) -> Option<(Barrier, u32)> {
+        match *self {
+            Op::MbarInit { barrier }
+            | Op::MbarWait { barrier, .. }
+            | Op::StAsync { barrier, .. } => Some((barrier, 0)),
+            Op::MbarArrive { barrier, ring }
+            | Op::MbarArriveExpectTx { barrier, ring, .. }
+            | Op::MbarWaitParity { barrier, ring }
+            | Op::BulkCopy { barrier, ring, .. } => Some((barrier, ring)),
+            _ => None,
         }
     }
 

@@ -182,6 +182,18 @@ pub fn mnemonic(op: &Op) -> String {
     op.mnemonic()
 }
 
+/// A barrier operand: `bar3`, or element `%v` of the ring of `n` starting
+/// at it, `bar3[%v of n]` (the ring index is the op's last operand).
+fn bar_ref(args: &[Value], b: crate::entities::Barrier, ring: u32) -> String {
+    if ring == 0 {
+        return b.to_string();
+    }
+    match args.last() {
+        Some(v) => format!("{b}[{v} of {ring}]"),
+        None => format!("{b}[<missing> of {ring}]"),
+    }
+}
+
 fn write_inst(
     w: &mut String,
     k: &Kernel,
@@ -226,9 +238,17 @@ fn write_inst(
         }
         Op::LdShared { buffer } => write!(w, "{m} {buffer}[{}]", at(0))?,
         Op::StShared { buffer } => write!(w, "{m} {buffer}[{}], {}", at(0), at(1))?,
-        Op::MbarInit { barrier } | Op::MbarArrive { barrier } => write!(w, "{m} {barrier}")?,
-        Op::MbarArriveExpectTx { barrier, bytes } => write!(w, "{m} {barrier}, {bytes}")?,
+        Op::MbarInit { barrier } => write!(w, "{m} {barrier}")?,
+        Op::MbarArrive { barrier, ring } => write!(w, "{m} {}", bar_ref(a, *barrier, *ring))?,
+        Op::MbarArriveExpectTx {
+            barrier,
+            bytes,
+            ring,
+        } => write!(w, "{m} {}, {bytes}", bar_ref(a, *barrier, *ring))?,
         Op::MbarWait { barrier, phase } => write!(w, "{m} {barrier}, phase {phase}")?,
+        Op::MbarWaitParity { barrier, ring } => {
+            write!(w, "{m} {}, {}", bar_ref(a, *barrier, *ring), at(0))?
+        }
         Op::BarSync { id, threads } => write!(w, "{m} {id}, {threads}")?,
         Op::StAsync { buffer, barrier } => write!(
             w,
@@ -246,13 +266,18 @@ fn write_inst(
             tensor,
             barrier,
             bytes,
+            ring,
             ..
-        } => write!(
-            w,
-            "{m} {buffer}[{}], {tensor}{}, {bytes}, {barrier}",
-            at(0),
-            idx(from(1))
-        )?,
+        } => {
+            let g = &a[1.min(a.len())..a.len().saturating_sub((*ring > 0) as usize).max(1)];
+            write!(
+                w,
+                "{m} {buffer}[{}], {tensor}{}, {bytes}, {}",
+                at(0),
+                idx(g),
+                bar_ref(a, *barrier, *ring)
+            )?
+        }
         Op::If { then, els } => {
             write!(w, "{m} {} ", at(0))?;
             open_region(w, k, *then)?;

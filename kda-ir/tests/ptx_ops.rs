@@ -58,9 +58,10 @@ fn variant(op: &Op) -> usize {
         Op::InRole { .. } => 39,
         Op::Yield => 40,
         Op::WarpSync => 41,
+        Op::MbarWaitParity { .. } => 42,
     }
 }
-const VARIANTS: usize = 42;
+const VARIANTS: usize = 43;
 
 const ROWS_PER_CTA: u64 = 1;
 
@@ -427,6 +428,16 @@ fn all_ops_kernel() -> Kernel {
         b.wait(inbox_full);
         let got = b.ld_shared(inbox, col4, Type::vec(Scalar::F32, 4));
         b.wait(state_full);
+        // The same phase again, by its parity in a register (phase 0 has
+        // completed, so parity 0 passes).
+        b.push(
+            Op::MbarWaitParity {
+                barrier: state_full,
+                ring: 0,
+            },
+            &[zero],
+            &[],
+        );
         let row = b.ld_shared(staged, col4, Type::vec(Scalar::F32, 4));
         let g0 = b.extract(got, 0);
         let r0 = b.extract(row, 3);

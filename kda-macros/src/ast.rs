@@ -119,6 +119,9 @@ pub struct MbarrierNode {
     pub tx: Option<Expr>,
     pub roles: Option<Vec<Ident>>,
     pub count: Option<Expr>,
+    /// `released`: every element's first wait passes at once (a ring's
+    /// empty barriers, which the producer's first lap does not wait for).
+    pub released: bool,
 }
 
 pub struct SharedNode {
@@ -854,6 +857,7 @@ impl Collect<'_> {
         }
         if mac.path == MBARRIER {
             let (mut arrivals, mut tx, mut roles, mut count) = (None, None, None, None);
+            let mut released = false;
             for a in args {
                 match classify(a) {
                     Arg::Key(k, v) if k == ARRIVALS => {
@@ -862,9 +866,12 @@ impl Collect<'_> {
                     Arg::Key(k, v) if k == TX => tx = Some(count_arg(self.cx, v, "tx")),
                     Arg::Key(k, v) if k == ROLES => roles = ident_list(self.cx, &v, "roles"),
                     Arg::Key(k, v) if k == COUNT => count = Some(count_arg(self.cx, v, "count")),
-                    Arg::Key(k, _) | Arg::Flag(k) => {
-                        self.unknown_key(&k, "mbarrier", "`arrivals`, `tx`, `roles` or `count`")
-                    }
+                    Arg::Flag(k) if k == RELEASED => released = true,
+                    Arg::Key(k, _) | Arg::Flag(k) => self.unknown_key(
+                        &k,
+                        "mbarrier",
+                        "`arrivals`, `tx`, `roles`, `count` or `released`",
+                    ),
                     Arg::Other(e) => self.cx.error_spanned_by(e, "expected `key = value`"),
                 }
             }
@@ -883,6 +890,7 @@ impl Collect<'_> {
                 tx,
                 roles,
                 count,
+                released,
             }));
         }
         if mac.path == SEND {

@@ -22,6 +22,8 @@ use crate::flow::{Event, Flow, Kind, RoleCtx, const_eval};
 pub fn check(cx: &Ctxt, k: &Kernel, flow: &Flow) {
     let mut seen = Seen::default();
     check_wait_is_armed(cx, flow, &mut seen);
+    check_wait_completes_per_iteration(cx, flow, &mut seen);
+    check_refill_waits_for_release(cx, k, flow, &mut seen);
     check_send_after_cluster_barrier(cx, flow, &mut seen);
     check_produced_read_after_pdl_wait(cx, k, flow, &mut seen);
     check_guarded_read_after_wait(cx, k, flow, &mut seen);
@@ -29,6 +31,116 @@ pub fn check(cx: &Ctxt, k: &Kernel, flow: &Flow) {
     check_collectives_converged(cx, flow, &mut seen);
     check_roles(cx, k);
     check_role_access(cx, k, flow, &mut seen);
+}
+
+/// (1b) A wait inside a runtime loop waits for a new phase every iteration,
+/// so something must complete a phase every iteration: an arrival, an arm,
+/// a send or a bulk copy of the same barrier inside a runtime loop (any
+/// role's). A barrier armed and filled only outside runtime loops (once, or
+/// a comptime number of times) completes a fixed number of phases while the
+/// loop waits a runtime number of times: from some iteration on the wait
+/// has no phase to complete and hangs (or, on a stale parity, passes early
+/// and reads data that never arrived). Barriers handed to code the macro
+/// cannot see are left to the verifier and the simulator.
+fn check_wait_completes_per_iteration(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
+    let in_runtime_loop = |e: &Event| {
+        e.loops
+            .iter()
+            .find(|l| flow.runtime_loops.contains_key(l))
+            .copied()
+    };
+    for w in flow.events.iter().filter(|e| !e.def) {
+        let Kind::Wait(bar) = &w.kind else { continue };
+        let Some(l) = in_runtime_loop(w) else {
+            continue;
+        };
+        let escapes = flow
+            .events
+            .iter()
+            .any(|e| matches!(&e.kind, Kind::Escape(b) if b == bar));
+        let completions: Vec<&Event> = flow
+            .events
+            .iter()
+            .filter(|e| !e.def && (arms(e, bar) || completes(e, bar)))
+            .collect();
+        if escapes
+            || completions.is_empty()
+            || completions.iter().any(|c| in_runtime_loop(c).is_some())
+        {
+            continue;
+        }
+        if !seen.first(w.span, "wait-per-iteration") {
+            continue;
+        }
+        let lines: Vec<String> = completions
+            .iter()
+            .map(|c| line(c.span).to_string())
+            .collect();
+        let loop_line = line(flow.runtime_loops[&l]);
+        cx.error_at(
+            w.span,
+            format!(
+                "a wait on `{bar}` runs in every iteration of the runtime loop at line {loop_line}, but `{bar}` \
+                 is completed only outside runtime loops (line{} {}): it completes a fixed number of phases \
+                 while the loop waits a runtime number of times, so a later iteration waits for a phase that \
+                 never completes; arm and fill (or arrive on) `{bar}` inside a runtime loop with the same trip \
+                 count",
+                if lines.len() == 1 { "" } else { "s" },
+                lines.join(", ")
+            ),
+        );
+    }
+}
+
+/// (1c) A buffer refilled through its guard in every iteration of a runtime
+/// loop (a ring: `bulk_copy!` or `send!` completing the guard) is
+/// overwritten while its readers may still be reading the previous fill,
+/// unless the writing role waits in that loop for them to release it (the
+/// ring's "empty" barrier, any barrier other than the guard). The stage
+/// indices are not compared: a wait on another barrier in the loop counts.
+fn check_refill_waits_for_release(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
+    let guards: Vec<(String, String)> = k
+        .decls
+        .keys()
+        .filter_map(|b| buffer_guard(k, b).map(|g| (b.clone(), g)))
+        .collect();
+    for e in flow
+        .events
+        .iter()
+        .filter(|e| !e.def && e.role != RoleCtx::Unknown)
+    {
+        let (Kind::BulkCopy { bar: Some(bar), .. } | Kind::Send { bar: Some(bar), .. }) = &e.kind
+        else {
+            continue;
+        };
+        let Some((buf, _)) = guards.iter().find(|(_, g)| g == bar) else {
+            continue;
+        };
+        let Some(&l) = e
+            .loops
+            .iter()
+            .rev()
+            .find(|l| flow.runtime_loops.contains_key(l))
+        else {
+            continue;
+        };
+        let released = on_threads(flow, &e.role)
+            .any(|w| matches!(&w.kind, Kind::Wait(b) if b != bar) && w.loops.contains(&l));
+        if released || !seen.first(e.span, "refill") {
+            continue;
+        }
+        cx.error_at(
+            e.span,
+            format!(
+                "`{buf}` (filled through `{bar}`) is refilled in every iteration of the runtime loop at line {}, \
+                 but {} does not wait in that loop for its readers to release it, so a refill can overwrite \
+                 a stage they are still reading: wait on the ring's empty barrier (`empty[s].wait()`, declared \
+                 `released` so the first lap passes) before the copy",
+                line(flow.runtime_loops[&l]),
+                role_name(&e.role)
+            ),
+        );
+    }
 }
 
 /// Report each offending token once (a closure's body is analysed at each call).

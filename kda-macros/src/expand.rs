@@ -300,6 +300,12 @@ impl Rewrite<'_> {
         flow::root(e).and_then(|r| self.decls.get(&r.to_string()).copied())
     }
 
+    /// `bars` of `bars[i]`, a ring of mbarriers (`mbarrier!(.., count = n)`):
+    /// its elements are taken by value, `bars[s]` with a runtime `s` too.
+    fn is_barrier_array(&self, e: &Expr) -> bool {
+        matches!(e, Expr::Path(_)) && matches!(self.decl(e), Some(Decl::Barrier(_)))
+    }
+
     fn is_handle(&self, e: &Expr) -> bool {
         matches!(self.decl(e), Some(Decl::Tensor(_) | Decl::Buffer(_)))
     }
@@ -323,6 +329,7 @@ impl Rewrite<'_> {
     /// Rewrite the sub-expressions of a place, leaving the place itself.
     fn place(&mut self, e: &mut Expr) {
         match e {
+            Expr::Index(i) if self.is_barrier_array(&i.expr) => self.visit_expr_mut(e),
             Expr::Index(i) if !self.is_handle(&i.expr) => {
                 self.place(&mut i.expr);
                 self.visit_expr_mut(&mut i.index);
@@ -583,13 +590,17 @@ impl Rewrite<'_> {
                     .flatten()
                     .map(|r| quote_spanned!(r.span()=> &#r))
                     .collect();
+                let released = b.released;
                 match &b.count {
                     Some(c) => {
                         let c = count(c, "count");
                         parse(
-                            quote_spanned!(span=> #rt::mbarriers(#name, #c, #arrivals, #tx, &[#(#roles),*])),
+                            quote_spanned!(span=> #rt::mbarriers(#name, #c, #arrivals, #tx, &[#(#roles),*], #released)),
                         )
                     }
+                    None if released => parse(
+                        quote_spanned!(span=> #rt::mbarrier_released(#name, #arrivals, #tx, &[#(#roles),*])),
+                    ),
                     None => parse(
                         quote_spanned!(span=> #rt::mbarrier(#name, #arrivals, #tx, &[#(#roles),*])),
                     ),
@@ -609,7 +620,9 @@ impl Rewrite<'_> {
                     .flatten()
                     .map(|r| quote_spanned!(r.span()=> &#r));
                 let guard = match &s.guard {
-                    Some(g) => quote_spanned!(g.span()=> ::core::option::Option::Some(&#g)),
+                    Some(g) => {
+                        quote_spanned!(g.span()=> ::core::option::Option::Some(#rt::guard(&#g)))
+                    }
                     None => quote!(::core::option::Option::None),
                 };
                 parse(
@@ -670,6 +683,9 @@ impl Rewrite<'_> {
             Node::BulkCopy(c) | Node::CpAsync(c) => {
                 self.visit_expr_mut(&mut c.dst_index);
                 self.visit_expr_mut(&mut c.src_index);
+                if let Some(done) = &mut c.completes {
+                    self.place(done);
+                }
                 let di = self.index(&c.dst_index);
                 let si = self.index(&c.src_index);
                 let (dst, src) = (&c.dst, &c.src);
@@ -725,6 +741,13 @@ impl VisitMut for Rewrite<'_> {
                     let __kda_v = #v;
                     #base.__kda_store(#idx, __kda_v)
                 })))
+            }
+            Expr::Index(ix) if self.is_barrier_array(&ix.expr) => {
+                self.visit_expr_mut(&mut ix.index);
+                let span = ix.expr.span();
+                let rt = rt(span);
+                let (base, idx) = (&ix.expr, &ix.index);
+                Some(parse(quote_spanned!(span=> #rt::bar_at(&#base, #idx))))
             }
             Expr::Index(ix) if !matches!(*ix.index, Expr::Range(_)) => {
                 self.place(&mut ix.expr);

@@ -93,6 +93,7 @@ pub const TX: Symbol = Symbol("tx");
 pub const ROLES: Symbol = Symbol("roles");
 pub const COUNT: Symbol = Symbol("count");
 pub const GUARD: Symbol = Symbol("guard");
+pub const RELEASED: Symbol = Symbol("released");
 pub const FILL: Symbol = Symbol("fill");
 pub const TO: Symbol = Symbol("to");
 pub const ALL: Symbol = Symbol("all");

@@ -205,24 +205,29 @@ impl Parser {
                 vec![],
                 vec![],
             ),
-            C::MbarArrive => (
-                Op::MbarArrive {
-                    barrier: self.barrier()?,
-                },
-                vec![],
-                vec![],
-            ),
+            C::MbarArrive => {
+                let (barrier, ring, at) = self.bar_ref()?;
+                (Op::MbarArrive { barrier, ring }, at, vec![])
+            }
             C::MbarArriveExpectTx => {
-                let barrier = self.barrier()?;
+                let (barrier, ring, at) = self.bar_ref()?;
                 self.expect(',')?;
                 (
                     Op::MbarArriveExpectTx {
                         barrier,
                         bytes: self.u32()?,
+                        ring,
                     },
-                    vec![],
+                    at,
                     vec![],
                 )
+            }
+            C::MbarWaitParity => {
+                let (barrier, ring, at) = self.bar_ref()?;
+                self.expect(',')?;
+                let mut args = vec![self.value()?];
+                args.extend(at);
+                (Op::MbarWaitParity { barrier, ring }, args, vec![])
             }
             C::MbarWait => {
                 let barrier = self.barrier()?;
@@ -285,7 +290,8 @@ impl Parser {
                 self.expect(',')?;
                 let bytes = self.u32()?;
                 self.expect(',')?;
-                let barrier = self.barrier()?;
+                let (barrier, ring, at) = self.bar_ref()?;
+                args.extend(at);
                 (
                     Op::BulkCopy {
                         buffer,
@@ -293,6 +299,7 @@ impl Parser {
                         barrier,
                         bytes,
                         policy,
+                        ring,
                     },
                     args,
                     vec![],

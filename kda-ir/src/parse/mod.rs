@@ -288,6 +288,20 @@ impl Parser {
     fn barrier(&mut self) -> R<Barrier> {
         self.reference(Ref::Barrier).map(Barrier::new)
     }
+    /// A barrier operand: `bar3`, or an element of a ring, `bar3[%v of n]`:
+    /// the barrier, the ring length (0: none) and the index operand.
+    fn bar_ref(&mut self) -> R<(Barrier, u32, Vec<Value>)> {
+        let b = self.barrier()?;
+        if !self.eat('[') {
+            return Ok((b, 0, vec![]));
+        }
+        let v = self.value()?;
+        self.keyword("of")?;
+        let n = self.u32()?;
+        self.expect(']')?;
+        Ok((b, n, vec![v]))
+    }
+
     fn role_ref(&mut self) -> R<Role> {
         self.reference(Ref::Role).map(Role::new)
     }

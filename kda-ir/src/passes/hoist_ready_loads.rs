@@ -52,9 +52,11 @@ fn effects(k: &Kernel, i: Inst, stored: &mut HashSet<Tensor>, synced: &mut bool)
         Op::StGlobal { tensor, .. } => {
             stored.insert(tensor);
         }
-        Op::BarSync { .. } | Op::MbarWait { .. } | Op::ClusterWait | Op::CpAsyncWait(_) => {
-            *synced = true
-        }
+        Op::BarSync { .. }
+        | Op::MbarWait { .. }
+        | Op::MbarWaitParity { .. }
+        | Op::ClusterWait
+        | Op::CpAsyncWait(_) => *synced = true,
         _ => {}
     }
     for r in k.insts[i].op.regions() {

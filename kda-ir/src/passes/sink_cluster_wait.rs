@@ -42,7 +42,8 @@ pub fn run(k: &mut Kernel) {
             Op::StAsync { .. }
             | Op::ClusterArrive { .. }
             | Op::ClusterWait
-            | Op::MbarWait { .. } => true,
+            | Op::MbarWait { .. }
+            | Op::MbarWaitParity { .. } => true,
             // A global store the barrier may order after the peers' loads
             // before their arrival (a shared value rewritten once all have
             // read it).

@@ -58,9 +58,24 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
         }
         Op::LdShared { buffer } => format!("{buffer}[{}]", a[0]),
         Op::StShared { buffer } => format!("{buffer}[{}], {}", a[0], a[1]),
-        Op::MbarInit { barrier } | Op::MbarArrive { barrier } => barrier.to_string(),
-        Op::MbarArriveExpectTx { barrier, bytes } => format!("{barrier}, {bytes}"),
+        Op::MbarInit { barrier } => barrier.to_string(),
+        Op::MbarArrive { barrier, ring: 0 } => barrier.to_string(),
+        Op::MbarArrive { barrier, ring } => format!("{barrier}[{} of {ring}]", a[0]),
+        Op::MbarArriveExpectTx {
+            barrier,
+            bytes,
+            ring: 0,
+        } => format!("{barrier}, {bytes}"),
+        Op::MbarArriveExpectTx {
+            barrier,
+            bytes,
+            ring,
+        } => format!("{barrier}[{} of {ring}], {bytes}", a[0]),
         Op::MbarWait { barrier, phase } => format!("{barrier}, phase {phase}"),
+        Op::MbarWaitParity { barrier, ring: 0 } => format!("{barrier}, {}", a[0]),
+        Op::MbarWaitParity { barrier, ring } => {
+            format!("{barrier}[{} of {ring}], {}", a[1], a[0])
+        }
         Op::BarSync { id, threads } => format!("{id}, {threads}"),
         Op::StAsync { buffer, barrier } => {
             format!("{buffer}[{}], {}, cta {}, {barrier}", a[0], a[1], a[2])
@@ -74,13 +89,16 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
             tensor,
             barrier,
             bytes,
+            ring,
             ..
         } => {
-            format!(
-                "{buffer}[{}], {tensor}[{}], {bytes}, {barrier}",
-                a[0],
-                list(&a[1..]),
-            )
+            let (g, bar) = if *ring == 0 {
+                (&a[1..], barrier.to_string())
+            } else {
+                let n = a.len() - 1;
+                (&a[1..n], format!("{barrier}[{} of {ring}]", a[n]))
+            };
+            format!("{buffer}[{}], {tensor}[{}], {bytes}, {bar}", a[0], list(g))
         }
         Op::For { .. } => {
             let mut f = format!("{}..{} step {}", a[0], a[1], a[2]);

@@ -8,7 +8,7 @@ use crate::op::CachePolicy;
 use crate::types::Scalar;
 
 use super::PtxError;
-use super::emitter::{Bank, Emitter, brace};
+use super::emitter::{Bank, Emitter, Reg, brace};
 
 impl Emitter<'_> {
     /// `mapa` the local element and barrier addresses to CTA `cta`'s, then
@@ -123,7 +123,7 @@ impl Emitter<'_> {
         i: Inst,
         buf: Buffer,
         t: Tensor,
-        bar: Barrier,
+        (bar, at): (Barrier, Option<Reg>),
         bytes: u32,
         policy: CachePolicy,
     ) -> Result<(), PtxError> {
@@ -134,12 +134,10 @@ impl Emitter<'_> {
             ));
         }
         let d = &self.k.insts[i];
+        let g = &d.args[1..d.args.len() - at.is_some() as usize];
         let dst = self.shared_addr(buf, d.args[0]);
-        let src = self.global_addr(i, t, &d.args[1..])?;
-        let smem = self
-            .smem
-            .expect("a kernel with buffers has a shared window");
-        let bar_addr = format!("[{smem}+{}]", self.layout.barriers[bar]);
+        let src = self.global_addr(i, t, g)?;
+        let bar_addr = self.barrier_addr_at(bar, at);
         let (hint, pol) = match (policy, self.evict_first) {
             (CachePolicy::EvictFirst, Some(p)) => (".L2::cache_hint", format!(", {p}")),
             _ => ("", String::new()),

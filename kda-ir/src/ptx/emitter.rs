@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Write};
 
-use cranelift_entity::SecondaryMap;
+use cranelift_entity::{EntityRef, SecondaryMap};
 
 use crate::entities::{Barrier, Inst, Region, Sym, Tensor, Value};
 use crate::kernel::Kernel;
@@ -145,8 +145,10 @@ impl<'k> Emitter<'k> {
             by_count[b] = d.tx_bytes > 0;
         }
         k.walk(|i, _| {
-            if let Op::BulkCopy { barrier, .. } = k.insts[i].op {
-                by_count[barrier] = false;
+            if let Op::BulkCopy { barrier, ring, .. } = k.insts[i].op {
+                for n in 0..ring.max(1) as usize {
+                    by_count[Barrier::new(barrier.index() + n)] = false;
+                }
             }
         });
         by_count
@@ -313,9 +315,24 @@ impl<'k> Emitter<'k> {
             Op::ElectSync => self.elect(i),
             Op::Mma16816 => self.mma(i),
             Op::MbarInit { barrier } => self.mbar_init(*barrier),
-            Op::MbarArrive { barrier } => self.mbar_arrive(*barrier, None),
-            Op::MbarArriveExpectTx { barrier, bytes } => self.mbar_arrive(*barrier, Some(*bytes)),
+            Op::MbarArrive { barrier, ring } => {
+                let at = self.ring_at(i, *ring);
+                self.mbar_arrive(*barrier, at, None)
+            }
+            Op::MbarArriveExpectTx {
+                barrier,
+                bytes,
+                ring,
+            } => {
+                let at = self.ring_at(i, *ring);
+                self.mbar_arrive(*barrier, at, Some(*bytes))
+            }
             Op::MbarWait { barrier, phase } => self.mbar_wait(*barrier, *phase),
+            Op::MbarWaitParity { barrier, ring } => {
+                let at = self.ring_at(i, *ring);
+                let parity = self.reg(d.args[0]);
+                self.mbar_wait_parity(*barrier, at, parity)
+            }
             Op::FenceMbarInit => self.fence_mbarrier_init(),
             Op::WarpSync => {
                 self.ins("bar.warp.sync -1");
@@ -335,7 +352,11 @@ impl<'k> Emitter<'k> {
                 barrier,
                 bytes,
                 policy,
-            } => self.bulk_copy(i, *buffer, *tensor, *barrier, *bytes, *policy),
+                ring,
+            } => {
+                let at = self.ring_at(i, *ring);
+                self.bulk_copy(i, *buffer, *tensor, (*barrier, at), *bytes, *policy)
+            }
             Op::GridDepWait => self.griddep_wait(),
             Op::GridDepLaunch => self.griddep_launch(),
             Op::If { then, els } => self.if_(i, *then, *els),

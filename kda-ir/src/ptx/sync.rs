@@ -6,17 +6,47 @@
 //! control flow: roles are warp-aligned, so a role body alone keeps warps
 //! converged, but an `if` or a loop may not.
 
-use crate::entities::Barrier;
+use crate::entities::{Barrier, Inst};
 
 use super::PtxError;
-use super::emitter::{Bank, Emitter};
+use super::emitter::{Bank, Emitter, Reg};
+use super::layout::MBARRIER_BYTES;
 
 impl Emitter<'_> {
-    fn barrier_addr(&self, b: Barrier) -> String {
+    /// The address of `b`, or with `at`, of element `at` of the ring
+    /// starting at `b` (its barriers are consecutive 8-byte words).
+    pub(super) fn barrier_addr_at(&mut self, b: Barrier, at: Option<Reg>) -> String {
         let smem = self
             .smem
             .expect("a kernel with mbarriers has a shared window");
-        format!("[{smem}+{}]", self.layout.barriers[b])
+        let off = self.layout.barriers[b];
+        match at {
+            None => format!("[{smem}+{off}]"),
+            Some(ix) => {
+                let a = self.new_reg(Bank::B32);
+                self.ins(format!("mad.lo.u32 {a}, {ix}, {MBARRIER_BYTES}, {smem}"));
+                format!("[{a}+{off}]")
+            }
+        }
+    }
+
+    fn barrier_addr(&mut self, b: Barrier) -> String {
+        self.barrier_addr_at(b, None)
+    }
+
+    /// The ring index register of instruction `i` (its last operand), when
+    /// its barrier is an element of a ring.
+    pub(super) fn ring_at(&mut self, i: Inst, ring: u32) -> Option<Reg> {
+        if ring == 0 {
+            return None;
+        }
+        let d = &self.k.insts[i];
+        let v = *d
+            .args
+            .last()
+            .expect("the verifier checked the ring operand");
+        let r = self.reg(v);
+        Some(self.narrow32(r))
     }
 
     fn aligned(&self) -> &'static str {
@@ -37,8 +67,13 @@ impl Emitter<'_> {
     }
 
     /// One arrival; with `tx`, it also raises the phase's expected bytes.
-    pub fn mbar_arrive(&mut self, b: Barrier, tx: Option<u32>) -> Result<(), PtxError> {
-        let addr = self.barrier_addr(b);
+    pub fn mbar_arrive(
+        &mut self,
+        b: Barrier,
+        at: Option<Reg>,
+        tx: Option<u32>,
+    ) -> Result<(), PtxError> {
+        let addr = self.barrier_addr_at(b, at);
         match tx.filter(|_| !self.counts_bytes[b]) {
             Some(bytes) => self.ins(format!(
                 "mbarrier.arrive.expect_tx.shared::cta.b64 _, {addr}, {bytes}"
@@ -57,6 +92,24 @@ impl Emitter<'_> {
         self.ins(format!(
             "mbarrier.try_wait.parity.shared::cta.b64 {done}, {addr}, {}",
             phase & 1
+        ));
+        self.ins(format!("@!{done} bra {again}"));
+        Ok(())
+    }
+
+    /// Spin on `try_wait.parity` with a register parity (loop-carried phase bits).
+    pub fn mbar_wait_parity(
+        &mut self,
+        b: Barrier,
+        at: Option<Reg>,
+        parity: Reg,
+    ) -> Result<(), PtxError> {
+        let addr = self.barrier_addr_at(b, at);
+        let done = self.new_reg(Bank::Pred);
+        let again = self.new_label("wait");
+        self.label(&again);
+        self.ins(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {done}, {addr}, {parity}"
         ));
         self.ins(format!("@!{done} bra {again}"));
         Ok(())

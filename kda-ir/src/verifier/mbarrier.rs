@@ -14,6 +14,7 @@ use crate::op::Op;
 pub(super) fn check(cx: &mut Ctx, layout: &Layout, uni: &Uniformity) {
     let uses = Uses::collect(cx.k, layout);
     completion(cx, &uses);
+    completion_per_iteration(cx, layout, &uses);
     expect_tx(cx, &uses);
     transactions(cx, layout, uni, &uses);
     let mut last = BTreeMap::new();
@@ -37,7 +38,7 @@ impl Uses {
         for &i in &layout.order {
             let (list, b) = match k.insts[i].op {
                 Op::MbarInit { barrier } => (&mut u.inits, barrier),
-                Op::MbarArrive { barrier } => (&mut u.arrives, barrier),
+                Op::MbarArrive { barrier, .. } => (&mut u.arrives, barrier),
                 Op::MbarArriveExpectTx { barrier, .. } => {
                     u.arrives.entry(barrier).or_default().push(i);
                     (&mut u.expects, barrier)
@@ -45,7 +46,9 @@ impl Uses {
                 Op::StAsync { barrier, .. } | Op::BulkCopy { barrier, .. } => {
                     (&mut u.sends, barrier)
                 }
-                Op::MbarWait { barrier, .. } => (&mut u.waits, barrier),
+                Op::MbarWait { barrier, .. } | Op::MbarWaitParity { barrier, .. } => {
+                    (&mut u.waits, barrier)
+                }
                 _ => continue,
             };
             list.entry(b).or_default().push(i);
@@ -98,6 +101,49 @@ fn completion(cx: &mut Ctx, u: &Uses) {
                 ),
             );
         }
+    }
+}
+
+/// A wait inside a loop waits for a new phase every iteration, so something
+/// must complete the barrier inside a loop too: a barrier whose arrivals
+/// and sends all sit outside loops completes a fixed number of phases while
+/// the loop waits a runtime number of times.
+fn completion_per_iteration(cx: &mut Ctx, layout: &Layout, u: &Uses) {
+    let k = cx.k;
+    for (&b, waits) in &u.waits {
+        let Some(&w) = waits
+            .iter()
+            .find(|&&w| layout.innermost_loop(k, w).is_some())
+        else {
+            continue;
+        };
+        let completions: Vec<Inst> = [&u.arrives, &u.sends]
+            .into_iter()
+            .filter_map(|m| m.get(&b))
+            .flatten()
+            .copied()
+            .collect();
+        if completions.is_empty()
+            || completions
+                .iter()
+                .any(|&c| layout.innermost_loop(k, c).is_some())
+        {
+            continue;
+        }
+        let at: Vec<String> = completions
+            .iter()
+            .map(|&c| k.insts[c].loc.to_string())
+            .collect();
+        let l = layout.innermost_loop(k, w).expect("found in a loop");
+        cx.error(
+            w,
+            format!(
+                "`mbarrier.wait` on {} runs in every iteration of {}, but every arrival and send that completes it is outside loops ({}): it completes a fixed number of phases while the loop waits a runtime number of times; complete it inside a loop with the same trip count",
+                cx.barrier(b),
+                cx.at(l),
+                at.join("; ")
+            ),
+        );
     }
 }
 

@@ -139,7 +139,7 @@ impl Walk<'_, '_> {
             }
             match k.insts[i].op {
                 Op::GridDepWait => s.here.pdl = true,
-                Op::MbarWait { barrier, .. } => {
+                Op::MbarWait { barrier, .. } | Op::MbarWaitParity { barrier, .. } => {
                     s.here.waited.insert(barrier);
                 }
                 Op::ClusterWait => s.here.cluster = s.here.cluster.max(self.layout.pos(i)),

@@ -88,9 +88,10 @@ fn ownership(cx: &mut Ctx, layout: &Layout) {
                 buffer, barrier, ..
             } => (Some(buffer), Some(barrier)),
             Op::MbarInit { barrier }
-            | Op::MbarArrive { barrier }
+            | Op::MbarArrive { barrier, .. }
             | Op::MbarArriveExpectTx { barrier, .. }
-            | Op::MbarWait { barrier, .. } => (None, Some(barrier)),
+            | Op::MbarWait { barrier, .. }
+            | Op::MbarWaitParity { barrier, .. } => (None, Some(barrier)),
             _ => continue,
         };
         let here = layout.role_of(k, i);

@@ -3,7 +3,9 @@
 //! parameters and yields.
 
 use super::{Ctx, Layout};
-use crate::entities::{Buffer, Inst, Region, Tensor, Value};
+use cranelift_entity::EntityRef;
+
+use crate::entities::{Barrier, Buffer, Inst, Region, Tensor, Value};
 use crate::kernel::Dim;
 use crate::op::{BinOp, CmpOp, Op, Special, UnOp};
 use crate::types::{Scalar, Type};
@@ -441,8 +443,14 @@ impl Sig<'_, '_> {
                     self.result_is(Type::vec(Scalar::F32, 4));
                 }
             }
-            Op::MbarArriveExpectTx { bytes, .. } => {
-                self.arity(0, 0);
+            Op::MbarArriveExpectTx {
+                bytes,
+                barrier,
+                ring,
+            } => {
+                if self.arity((*ring > 0) as usize, 0) {
+                    self.ring(*barrier, *ring, a.last().copied());
+                }
                 if *bytes == 0 || *bytes > MAX_TX {
                     self.err(format!(
                         "`{m}` expects {bytes} bytes; allowed: 1..={MAX_TX}"
@@ -501,9 +509,17 @@ impl Sig<'_, '_> {
                 buffer,
                 tensor,
                 bytes,
+                barrier,
+                ring,
                 ..
             } => {
                 self.results(0);
+                let a = if *ring > 0 {
+                    self.ring(*barrier, *ring, a.last().copied());
+                    &a[..a.len().saturating_sub(1)]
+                } else {
+                    &a[..]
+                };
                 match a.split_first() {
                     None => self.err(format!(
                         "`{m}` takes a shared index and one index per tensor dimension, found none"
@@ -520,8 +536,23 @@ impl Sig<'_, '_> {
                     }
                 }
             }
+            Op::MbarArrive { barrier, ring } => {
+                if self.arity((*ring > 0) as usize, 0) {
+                    self.ring(*barrier, *ring, a.last().copied());
+                }
+            }
+            Op::MbarWaitParity { barrier, ring } => {
+                if self.arity(1 + (*ring > 0) as usize, 0) {
+                    if self.ty(a[0]) != Type::U32 {
+                        self.err(format!(
+                            "`{m}` parity must be a u32, found {}",
+                            self.v(a[0])
+                        ));
+                    }
+                    self.ring(*barrier, *ring, a.get(1).copied());
+                }
+            }
             Op::MbarInit { .. }
-            | Op::MbarArrive { .. }
             | Op::MbarWait { .. }
             | Op::FenceMbarInit
             | Op::WarpSync
@@ -669,6 +700,47 @@ impl Sig<'_, '_> {
         };
         if !ok {
             self.err(format!("`{m}` takes {allowed}, found {}", self.v(x)));
+        }
+    }
+
+    /// A ring operand: `ring` declared barriers from `base` on that any
+    /// element may stand for, so they agree in arrivals, bytes and roles;
+    /// the index is a u32.
+    fn ring(&mut self, base: Barrier, ring: u32, idx: Option<Value>) {
+        if ring == 0 {
+            return;
+        }
+        let k = self.cx.k;
+        let m = self.m();
+        if let Some(v) = idx
+            && self.ty(v) != Type::U32
+        {
+            self.err(format!(
+                "`{m}` ring index must be a u32, found {}",
+                self.v(v)
+            ));
+        }
+        let first = base.index();
+        if first + ring as usize > k.barriers.len() {
+            self.err(format!(
+                "`{m}` names a ring of {ring} mbarriers from {}, but only {} are declared from there",
+                self.cx.barrier(base),
+                k.barriers.len().saturating_sub(first)
+            ));
+            return;
+        }
+        let d0 = &k.barriers[base];
+        for n in 1..ring as usize {
+            let e = Barrier::new(first + n);
+            let d = &k.barriers[e];
+            if d.arrivals != d0.arrivals || d.tx_bytes != d0.tx_bytes || d.roles != d0.roles {
+                self.err(format!(
+                    "`{m}` names a ring of {ring} mbarriers from {}, but {} differs from it in arrivals, bytes or roles",
+                    self.cx.barrier(base),
+                    self.cx.barrier(e)
+                ));
+                return;
+            }
         }
     }
 

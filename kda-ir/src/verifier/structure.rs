@@ -269,9 +269,10 @@ impl Walk {
                 missing.push(buffer.to_string())
             }
             Op::MbarInit { barrier }
-            | Op::MbarArrive { barrier }
+            | Op::MbarArrive { barrier, .. }
             | Op::MbarArriveExpectTx { barrier, .. }
             | Op::MbarWait { barrier, .. }
+            | Op::MbarWaitParity { barrier, .. }
                 if !k.barriers.is_valid(*barrier) =>
             {
                 missing.push(barrier.to_string())

@@ -79,6 +79,9 @@ impl Walker<'_> {
             mark(&mut f.attrs);
         }
         let trip = if runtime { None } else { literal_trip(&f.expr) };
+        if runtime {
+            self.runtime_loops.insert(self.next_loop, f.for_token.span);
+        }
         self.loops.push((self.next_loop, trip));
         self.next_loop += 1;
         // A comptime loop's body runs unconditionally (once per iteration).
@@ -123,6 +126,8 @@ impl Walker<'_> {
         let runtime = !is_let && !c.comptime();
         if runtime {
             mark(&mut w.attrs);
+            self.runtime_loops
+                .insert(self.next_loop, w.while_token.span);
         }
         self.loops.push((self.next_loop, None));
         self.next_loop += 1;

@@ -97,6 +97,9 @@ pub struct Flow {
     pub events: Vec<Event>,
     /// `let`-bound closures that are never called by name.
     pub uncalled: HashSet<String>,
+    /// Runtime loops (IR `for`/`while`, a runtime trip count) by id, with
+    /// the span of their keyword.
+    pub runtime_loops: std::collections::HashMap<usize, Span>,
 }
 
 impl Walker<'_> {

@@ -89,6 +89,8 @@ struct Walker<'k> {
     /// Enclosing loops: id and literal trip count.
     loops: Vec<(usize, Option<u64>)>,
     next_loop: usize,
+    /// Runtime loops (IR `for`/`while`) by id: where they start.
+    runtime_loops: HashMap<usize, Span>,
     /// Enclosing conditions, innermost last.
     conds: Vec<Frame>,
     /// Off on a loop body's first, level-only walk.
@@ -126,6 +128,7 @@ pub fn analyse(k: &mut Kernel) -> Flow {
         role: RoleCtx::All,
         loops: Vec::new(),
         next_loop: 0,
+        runtime_loops: HashMap::new(),
         conds: Vec::new(),
         record: true,
         def: false,
@@ -144,5 +147,6 @@ pub fn analyse(k: &mut Kernel) -> Flow {
     Flow {
         events: w.events,
         uncalled,
+        runtime_loops: w.runtime_loops,
     }
 }

@@ -32,6 +32,13 @@ pub(crate) struct Idx {
     pub kind: Scalar,
 }
 
+/// A barrier op's element of a ring: the index operand and the ring's length.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Ring {
+    pub at: Idx,
+    pub len: u32,
+}
+
 /// A shared buffer as an instruction sees it: its place in the CTA's shared memory.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct ShBuf {
@@ -230,14 +237,23 @@ pub(crate) enum Ins {
     MbarInit {
         bar: u32,
     },
-    /// An arrival per active lane, each expecting `tx` bytes first.
+    /// An arrival per active lane, each expecting `tx` bytes first; with
+    /// `ring`, on element `ring index` of the ring from `bar`.
     MbarArrive {
         bar: u32,
         tx: u32,
+        ring: Option<Ring>,
     },
     MbarWait {
         bar: u32,
         phase: u32,
+    },
+    /// Block until every active lane's barrier has a current phase parity
+    /// other than its `parity & 1` (`try_wait.parity`).
+    MbarWaitParity {
+        bar: u32,
+        parity: Idx,
+        ring: Option<Ring>,
     },
     Nop,
     PdlWait,
@@ -268,6 +284,7 @@ pub(crate) enum Ins {
         bytes: u32,
         sidx: Idx,
         gidx: Box<[Idx]>,
+        ring: Option<Ring>,
     },
     /// Push the mask; run the lanes where `c` holds, else jump to `else_pc`.
     IfBegin {
@@ -519,6 +536,22 @@ impl<'k> Emit<'k> {
             slot: self.s(v),
             kind: t.elem,
         })
+    }
+    /// The ring operand of a barrier op (its last operand) when `ring > 0`.
+    fn ring(&self, ring: u32, d: &InstData) -> Result<Option<Ring>, SimError> {
+        if ring == 0 {
+            return Ok(None);
+        }
+        let Some(&v) = d.args.last() else {
+            return Err(unsupported(
+                format!("{} without its ring index", d.op.name()),
+                d,
+            ));
+        };
+        Ok(Some(Ring {
+            at: self.idx(v, d)?,
+            len: ring,
+        }))
     }
     fn push(&mut self, ins: Ins, origin: Inst) -> u32 {
         self.code.push(ins);
@@ -932,13 +965,24 @@ impl<'k> Emit<'k> {
             Op::MbarInit { barrier } => Ins::MbarInit {
                 bar: barrier.as_u32(),
             },
-            Op::MbarArrive { barrier } => Ins::MbarArrive {
+            Op::MbarArrive { barrier, ring } => Ins::MbarArrive {
                 bar: barrier.as_u32(),
                 tx: 0,
+                ring: self.ring(ring, d)?,
             },
-            Op::MbarArriveExpectTx { barrier, bytes } => Ins::MbarArrive {
+            Op::MbarArriveExpectTx {
+                barrier,
+                bytes,
+                ring,
+            } => Ins::MbarArrive {
                 bar: barrier.as_u32(),
                 tx: bytes,
+                ring: self.ring(ring, d)?,
+            },
+            Op::MbarWaitParity { barrier, ring } => Ins::MbarWaitParity {
+                bar: barrier.as_u32(),
+                parity: self.idx(d.args[0], d)?,
+                ring: self.ring(ring, d)?,
             },
             Op::MbarWait { barrier, phase } => Ins::MbarWait {
                 bar: barrier.as_u32(),
@@ -980,9 +1024,11 @@ impl<'k> Emit<'k> {
                 tensor,
                 barrier,
                 bytes,
+                ring,
                 ..
             } => {
-                check_rank(tensor, d.args.len() - 1)?;
+                let g = &d.args[1..d.args.len() - (ring > 0) as usize];
+                check_rank(tensor, g.len())?;
                 if bytes % 16 != 0 {
                     return Err(unsupported(
                         format!("cp.async.bulk of {bytes} bytes (not a multiple of 16)"),
@@ -995,7 +1041,8 @@ impl<'k> Emit<'k> {
                     bar: barrier.as_u32(),
                     bytes,
                     sidx: self.idx(d.args[0], d)?,
-                    gidx: gidx(&d.args[1..])?,
+                    gidx: gidx(g)?,
+                    ring: self.ring(ring, d)?,
                 }
             }
             Op::If { .. } | Op::For { .. } | Op::While { .. } | Op::InRole { .. } | Op::Yield => {

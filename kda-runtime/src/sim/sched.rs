@@ -219,6 +219,27 @@ impl Runner {
                         tx_pending: m.tx,
                     }
                 }
+                Ins::MbarWaitParity { bar, ring, .. } => {
+                    // The first active lane's barrier names the wait.
+                    let l = w.active.trailing_zeros().min(31) as usize;
+                    let bar = match ring {
+                        Some(r) => bar + (w.regs[r.at.slot as usize * 32 + l]).min(r.len - 1),
+                        None => bar,
+                    };
+                    let m = &cta.mbar[bar as usize];
+                    WaitOn::Mbarrier {
+                        name: k.barriers[kda_ir::Barrier::from_u32(bar)].name.clone(),
+                        barrier: bar,
+                        phase: m.phase,
+                        initialized: m.init,
+                        completed: m.phase,
+                        arrivals_expected: m.count,
+                        arrivals_done: m.count - m.pending,
+                        tx_expected: m.expected,
+                        tx_arrived: m.delivered,
+                        tx_pending: m.tx,
+                    }
+                }
                 Ins::ClusterWait => WaitOn::Cluster {
                     phase: cx.cbar.phase,
                     arrived: cx.cbar.arrived + cx.cbar.exited,

@@ -9,7 +9,7 @@
 
 use kda_ir::Scalar;
 
-use super::{Cluster, Warp, bar_name, lane_mask, misuse, site};
+use super::{Cluster, Warp, bar_name, lane_mask, misuse, ring_elem, site};
 use crate::sim::decode::{Idx, Ins, Program, ShBuf};
 use crate::sim::mbarrier::MbarFault;
 use crate::sim::memory::{TensorView, read_words, write_words};
@@ -281,6 +281,7 @@ pub(super) fn exec(
             bytes,
             sidx,
             gidx,
+            ring,
         } => {
             if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
                 return Err(produced_early(k, *t, site(prog, w, cx, None)));
@@ -336,6 +337,7 @@ pub(super) fn exec(
                     read_words(tv.mem, gbyte as usize + 4 * j, 4, &mut tmp[..1]);
                     smem[byte / 4 + j] = tmp[0];
                 }
+                let bar = &ring_elem(prog, w, cx, *bar, *ring, l)?;
                 let mb = &mut cx.ctas[w.rank as usize].mbar[*bar as usize];
                 mb.last_sender = Some((w.pc, w.rank, w.warp, l as u32));
                 match mb.complete_tx(*bytes, declared) {
@@ -372,7 +374,7 @@ pub(super) fn exec(
 }
 
 #[inline(always)]
-fn rd_idx(regs: &[u32], i: Idx, l: usize) -> i64 {
+pub(super) fn rd_idx(regs: &[u32], i: Idx, l: usize) -> i64 {
     let w = regs[i.slot as usize * 32 + l];
     match i.kind {
         Scalar::I32 => w as i32 as i64,

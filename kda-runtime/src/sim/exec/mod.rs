@@ -167,6 +167,31 @@ fn lane_mask(regs: &[u32], slot: u32) -> u32 {
     (0..32).fold(0u32, |m, l| m | ((x[l] != 0) as u32) << l)
 }
 
+/// The barrier lane `l` names: `bar`, or element `ring index` of the ring
+/// from `bar` (an index past the ring is an error).
+fn ring_elem(
+    prog: &Program,
+    w: &Warp,
+    cx: &Cluster<'_>,
+    bar: u32,
+    ring: Option<super::decode::Ring>,
+    l: usize,
+) -> Result<u32, SimError> {
+    let Some(r) = ring else {
+        return Ok(bar);
+    };
+    let s = ldst::rd_idx(&w.regs, r.at, l);
+    if s < 0 || s >= r.len as i64 {
+        let msg = format!(
+            "ring index {s} past the {} mbarriers of the ring from `{}`",
+            r.len,
+            bar_name(&prog.kernel, bar)
+        );
+        return Err(misuse(prog, w, cx, Some(l as u32), msg));
+    }
+    Ok(bar + s as u32)
+}
+
 fn bar_name(k: &kda_ir::Kernel, bar: u32) -> &str {
     &k.barriers[kda_ir::Barrier::from_u32(bar)].name
 }
@@ -241,6 +266,7 @@ pub(crate) fn run(
             Ins::MbarInit { .. }
             | Ins::MbarArrive { .. }
             | Ins::MbarWait { .. }
+            | Ins::MbarWaitParity { .. }
             | Ins::Nop
             | Ins::PdlWait
             | Ins::ClusterArrive

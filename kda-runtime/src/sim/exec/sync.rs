@@ -7,7 +7,8 @@
 //! warp runs again; misuse the hardware would not report (re-init in use,
 //! lapped phases, arrivals past the count) is an error naming the barrier.
 
-use super::{Cluster, Next, Warp, bar_name, misuse};
+use super::ldst::rd_idx;
+use super::{Cluster, Next, Warp, bar_name, misuse, ring_elem};
 use crate::sim::decode::{Ins, Program};
 use crate::sim::mbarrier::MbarFault;
 use crate::sim::report::SimError;
@@ -41,11 +42,12 @@ pub(super) fn exec(
             }
             mb.init(count);
         }
-        &Ins::MbarArrive { bar, tx } => {
+        &Ins::MbarArrive { bar, tx, ring } => {
             let mut m = active;
             while m != 0 {
                 let l = m.trailing_zeros();
                 m &= m - 1;
+                let bar = ring_elem(prog, w, cx, bar, ring, l as usize)?;
                 let mb = &mut cx.ctas[w.rank as usize].mbar[bar as usize];
                 let (ph, count) = (mb.phase, mb.count);
                 match mb.arrive(tx) {
@@ -95,6 +97,22 @@ pub(super) fn exec(
             }
             if !mb.passed(phase) {
                 return Ok(Next::Block);
+            }
+        }
+        &Ins::MbarWaitParity { bar, parity, ring } => {
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let b = ring_elem(prog, w, cx, bar, ring, l)?;
+                let p = rd_idx(&w.regs, parity, l) as u32 & 1;
+                let mb = &cx.ctas[w.rank as usize].mbar[b as usize];
+                // The hardware's parity test: the phase with parity `p` has
+                // completed once the current phase's parity differs (so on
+                // a fresh barrier a wait for parity 1 passes at once).
+                if !mb.init || mb.phase & 1 == p {
+                    return Ok(Next::Block);
+                }
             }
         }
         Ins::Nop => {}

@@ -1,0 +1,92 @@
+//! The kernel: `y = a * x + b` over `tiles` rows of `TILE` floats, streamed
+//! through a ring of `stages` shared buffers.
+//!
+//! Warp 0 produces: for each of its tiles it waits until the consumers have
+//! released the ring stage (`empty[s]`), arms `full[s]` and bulk-copies the
+//! tile into stage `s`. Warps 1..=4 consume: they wait for `full[s]`, read
+//! the stage, store the result and release it (`empty[s]`, one arrival per
+//! consumer thread). The grid is persistent: CTA `c` of `g` handles tiles
+//! `c, c + g, ..` of a runtime tile count, iteration `i` in stage
+//! `i % stages`. The phases of both rings are loop-carried bits the compiler
+//! keeps; `empty` is declared `released`, so the producer's first lap over
+//! the ring passes its waits at once.
+use kda::cluster_kernel;
+
+/// Floats per tile (one bulk copy, 16 KiB).
+pub const TILE: u32 = 4096;
+/// Consumer threads (warps 1..=4).
+pub const CONSUMERS: u32 = 128;
+
+#[cluster_kernel(block = 32 + CONSUMERS)]
+pub fn pipelined_copy(
+    #[comptime] stages: u32,
+    #[align(16)] x: Tensor<f32, rows, { TILE }>,
+    #[align(16)] y: Tensor<f32, rows, { TILE }>,
+    tiles: u32,
+    a: f32,
+    b: f32,
+) {
+    let producer = role!(0..32);
+    let consumer = role!(32..32 + CONSUMERS);
+    let full = mbarrier!(
+        arrivals = 1,
+        tx = TILE * 4,
+        roles = [producer, consumer],
+        count = stages
+    );
+    let empty = mbarrier!(
+        arrivals = CONSUMERS,
+        roles = [producer, consumer],
+        count = stages,
+        released
+    );
+    let ring = shared!(
+        [f32; stages, TILE],
+        align = 128,
+        guard = full,
+        roles = [producer, consumer]
+    );
+    let lane = thread_idx() % 32;
+    in_role!(producer, {
+        if lane == 0 {
+            for s in 0..stages {
+                full[s].init();
+                empty[s].init();
+            }
+        }
+        fence_mbarrier_init();
+    });
+    bar_sync(0, 32 + CONSUMERS);
+
+    // This CTA's tiles: block, block + grid, ...
+    let (first, step) = (block_idx(0), grid_dim(0));
+    let mine = (tiles + step - 1 - first) / step;
+    in_role!(producer, {
+        for i in range(0, mine) {
+            let s = i % stages;
+            empty[s].wait();
+            if lane == 0 {
+                full[s].arm();
+                bulk_copy!(
+                    ring[[s, 0]] = x[[first + i * step, 0]],
+                    bytes = TILE * 4,
+                    completes = full[s]
+                );
+            }
+        }
+    });
+    in_role!(consumer, {
+        let c = thread_idx() - 32;
+        for i in range(0, mine) {
+            let s = i % stages;
+            let t = first + i * step;
+            full[s].wait();
+            for j in 0..TILE / (4 * CONSUMERS) {
+                let col = (j * CONSUMERS + c) * 4;
+                let v = ring.load4([s, col]).lanes();
+                y.store([t, col], pack(v.map(|e| e * a + b)));
+            }
+            empty[s].arrive();
+        }
+    });
+}

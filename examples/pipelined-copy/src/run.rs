@@ -1,0 +1,84 @@
+//! Running the kernel on a device and checking it against the host.
+
+use kda_runtime::{Device, DeviceTensor, Launch, RuntimeError};
+
+use crate::kernel::{TILE, pipelined_copy};
+
+/// Why a run did not match the host reference.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(
+        "{stages} stages, {tiles} tiles: element {index} (tile {}, column {}) is {got}, want {want}",
+        index / TILE as usize,
+        index % TILE as usize
+    )]
+    Mismatch {
+        stages: u32,
+        tiles: u32,
+        index: usize,
+        got: f32,
+        want: f32,
+    },
+}
+
+/// The input of tile `t`, column `c`: distinct per element, exact in f32.
+pub fn input(tiles: u32) -> Vec<f32> {
+    (0..tiles as usize * TILE as usize)
+        .map(|i| ((i * 7919) % 65_536) as f32 - 32_768.0)
+        .collect()
+}
+
+/// `y = a * x + b`, rounded twice as the kernel does (a multiply, then an add).
+pub fn reference(x: &[f32], a: f32, b: f32) -> Vec<f32> {
+    x.iter().map(|&v| v * a + b).collect()
+}
+
+/// What one checked run launched.
+#[derive(Copy, Clone, Debug)]
+pub struct Ran {
+    pub grid: u32,
+}
+
+/// Run `stages` stages over `tiles` tiles on `dev` with at most `max_grid`
+/// CTAs (the persistent grid, smaller when the device holds fewer), and
+/// compare with the host.
+pub fn run_checked<D: Device>(
+    dev: &D,
+    stages: u32,
+    tiles: u32,
+    max_grid: Option<u32>,
+) -> Result<Ran, RunError> {
+    let (a, b) = (0.5f32, 3.0f32);
+    let module = dev.load(&pipelined_copy(stages))?;
+    let xs = input(tiles);
+    let rows = tiles as usize;
+    let x = DeviceTensor::upload(dev, &xs, [rows, TILE as usize])?;
+    let y = DeviceTensor::<D, f32, 2>::zeros(dev, [rows, TILE as usize])?;
+    let mut launch = Launch::persistent(dev, &module, tiles as u64)?;
+    if let Some(g) = max_grid {
+        launch = Launch::grid([launch.grid[0].min(g), 1, 1]);
+    }
+    let grid = launch.grid[0];
+    pipelined_copy::Args::<D> {
+        x: x.arg(),
+        y: y.arg(),
+        tiles,
+        a,
+        b,
+    }
+    .launch(dev, &module, launch)?;
+    let got = y.to_vec(dev)?;
+    let want = reference(&xs, a, b);
+    if let Some(index) = (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        return Err(RunError::Mismatch {
+            stages,
+            tiles,
+            index,
+            got: got[index],
+            want: want[index],
+        });
+    }
+    Ok(Ran { grid })
+}

@@ -1,0 +1,24 @@
+//! The kernel's IR: the ring's phases are loop-carried bits, waits use
+//! register parities, the ring ops index their barriers at run time.
+
+use pipelined_copy::pipelined_copy;
+
+#[test]
+fn phases_are_loop_carried_and_the_ring_is_indexed_at_run_time() {
+    for stages in 1..=4 {
+        let k = pipelined_copy(stages);
+        kda::ir::verifier::verify(&k).unwrap_or_else(|e| panic!("{stages} stages: {e}"));
+        let text = kda::ir::write::write_kernel(&k);
+        if std::env::var_os("DUMP").is_some() {
+            println!("{text}");
+        }
+        let ring = format!(" of {stages}]");
+        // Both roles wait by a register parity on an element of a ring.
+        assert_eq!(text.matches("mbarrier.wait.parity").count(), 2, "{text}");
+        assert!(
+            !text.contains("phase "),
+            "no comptime phase in a loop: {text}"
+        );
+        assert!(text.matches(&ring).count() >= 4, "{text}");
+    }
+}
