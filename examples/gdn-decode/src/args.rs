@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use kda_host::args::named_in_order;
 use kda_host::{DType, Expected, HostTensor, KernelArgs};
 
 use crate::config::GdnConfig;
@@ -204,26 +205,11 @@ impl KernelArgs for GdnArgs {
     /// of a multi-token call (the one with `accepted`) is `slot_table`.
     fn named_tensors(&self) -> Vec<(&'static str, &HostTensor)> {
         let multi_token = self.accepted.is_some();
-        Arg::ALL
-            .iter()
-            .filter_map(|&a| {
-                let name = match a {
-                    Arg::Slots if multi_token => "slot_table",
-                    a => a.name(),
-                };
-                self.tensor(a).map(|t| (name, t))
-            })
-            .collect()
-    }
-
-    fn written(&self) -> [usize; 3] {
-        [Arg::Output, Arg::State, Arg::ConvState].map(|arg| {
-            Arg::ALL
-                .iter()
-                .filter(|a| self.tensor(**a).is_some())
-                .position(|&a| a == arg)
-                .expect("written tensors are always passed")
-        })
+        let name = |a| match a {
+            Arg::Slots if multi_token => "slot_table",
+            a => a.name(),
+        };
+        named_in_order(&Arg::ALL, |a| self.tensor(a), name)
     }
 
     fn written_mut(&mut self) -> [&mut HostTensor; 3] {

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use kda_host::args::named_in_order;
 use kda_host::{DType, Expected, HostTensor, KernelArgs};
 
 use crate::config::Mamba2Config;
@@ -173,20 +174,7 @@ impl Mamba2Args {
 impl KernelArgs for Mamba2Args {
     /// Under the kernel's parameter names (the spec's), absent optionals left out.
     fn named_tensors(&self) -> Vec<(&'static str, &HostTensor)> {
-        Arg::ALL
-            .iter()
-            .filter_map(|&a| self.tensor(a).map(|t| (a.name(), t)))
-            .collect()
-    }
-
-    fn written(&self) -> [usize; 3] {
-        [Arg::Output, Arg::State, Arg::ConvState].map(|arg| {
-            Arg::ALL
-                .iter()
-                .filter(|a| self.tensor(**a).is_some())
-                .position(|&a| a == arg)
-                .expect("written tensors are always passed")
-        })
+        named_in_order(&Arg::ALL, |a| self.tensor(a), Arg::name)
     }
 
     fn written_mut(&mut self) -> [&mut HostTensor; 3] {

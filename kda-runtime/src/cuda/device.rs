@@ -371,9 +371,30 @@ impl CudaDevice {
         cfg: &LaunchConfig,
         tensors: &[&CudaBuffer],
     ) -> Result<(), RuntimeError> {
+        // SAFETY: the caller vouches for the stream and the buffers' lifetime.
+        unsafe { self.launch_checked(stream, module, cfg, tensors) }
+    }
+
+    /// Check a launch, pack its parameters and enqueue it on `stream`.
+    ///
+    /// # Safety
+    ///
+    /// `stream` is a live stream of this device's context, and the buffers
+    /// stay valid until the launch finishes on it.
+    unsafe fn launch_checked(
+        &self,
+        stream: sys::CUstream,
+        module: &CudaKernel,
+        cfg: &LaunchConfig,
+        tensors: &[&CudaBuffer],
+    ) -> Result<(), RuntimeError> {
         let params = self.checked_params(module, cfg, tensors)?;
         let kernel = &module.kernel;
-        // SAFETY: as in `launch`; the caller vouches for the stream.
+        // SAFETY: the function belongs to this context (checked) and its
+        // entry takes exactly these parameters (the backend's contract, the
+        // kernel's declarations checked by `check_launch`); every tensor's
+        // extent fits its buffer (`check_launch`); the caller vouches for the
+        // stream and the buffers' lifetime.
         unsafe { launch_ex(stream, module.func(), &module.dims(cfg), &params) }
             .driver("cuLaunchKernelEx", &kernel.name)?;
         *lock(&self.last_launch) = Some(kernel.clone());
@@ -518,23 +539,9 @@ impl Device for CudaDevice {
         cfg: &LaunchConfig,
         tensors: &[&CudaBuffer],
     ) -> Result<(), RuntimeError> {
-        let params = self.checked_params(module, cfg, tensors)?;
-        let kernel = &module.kernel;
-        // SAFETY: the function belongs to this context (checked above) and its
-        // entry takes exactly these parameters (the backend's contract, the
-        // kernel's declarations checked by `check_launch`); every tensor's
-        // extent fits its buffer (`check_launch`), and buffers are freed
-        // stream-ordered, after the kernel.
-        unsafe {
-            launch_ex(
-                self.stream.cu_stream(),
-                module.func(),
-                &module.dims(cfg),
-                &params,
-            )
-        }
-        .driver("cuLaunchKernelEx", &kernel.name)?;
-        *lock(&self.last_launch) = Some(kernel.clone());
+        // SAFETY: the device's own stream; buffers are freed stream-ordered,
+        // after the kernel.
+        unsafe { self.launch_checked(self.stream.cu_stream(), module, cfg, tensors)? };
         if let Some(captured) = lock(&self.capture).as_mut() {
             captured.buffers.extend(tensors.iter().map(|&b| b.clone()));
             captured.kernels.push(module.clone());
