@@ -5,7 +5,8 @@
 //! released the ring stage (`empty[s]`), arms `full[s]` and bulk-copies the
 //! tile into stage `s`. Warps 1..=4 consume: they wait for `full[s]`, read
 //! the stage, store the result and release it (`empty[s]`, one arrival per
-//! consumer thread). The grid is persistent: CTA `c` of `g` handles tiles
+//! consumer thread). The grid is persistent: CTA `c` of `g` (in clusters
+//! of two, each CTA with its own ring) handles tiles
 //! `c, c + g, ..` of a runtime tile count, iteration `i` in stage
 //! `i % stages`. The phases of both rings are loop-carried bits the compiler
 //! keeps; `empty` is declared `released`, so the producer's first lap over
@@ -17,7 +18,10 @@ pub const TILE: u32 = 4096;
 /// Consumer threads (warps 1..=4).
 pub const CONSUMERS: u32 = 128;
 
-#[cluster_kernel(block = 32 + CONSUMERS)]
+// Clusters of two independent CTAs: the persistent grid is sized by
+// `cuOccupancyMaxActiveClusters`, which answers 0 for a kernel launched
+// without a cluster shape (as kda launches one-CTA clusters).
+#[cluster_kernel(block = 32 + CONSUMERS, cluster = 2)]
 pub fn pipelined_copy(
     #[comptime] stages: u32,
     #[align(16)] x: Tensor<f32, rows, { TILE }>,

@@ -42,8 +42,8 @@ pub struct Ran {
 }
 
 /// Run `stages` stages over `tiles` tiles on `dev` with at most `max_grid`
-/// CTAs (the persistent grid, smaller when the device holds fewer), and
-/// compare with the host.
+/// CTAs (rounded down to whole clusters of two; the persistent grid when
+/// the device holds fewer), and compare with the host.
 pub fn run_checked<D: Device>(
     dev: &D,
     stages: u32,
@@ -56,9 +56,10 @@ pub fn run_checked<D: Device>(
     let rows = tiles as usize;
     let x = DeviceTensor::upload(dev, &xs, [rows, TILE as usize])?;
     let y = DeviceTensor::<D, f32, 2>::zeros(dev, [rows, TILE as usize])?;
-    let mut launch = Launch::persistent(dev, &module, tiles as u64)?;
+    // A work item of the persistent launch is a cluster's pair of tiles.
+    let mut launch = Launch::persistent(dev, &module, tiles.div_ceil(2) as u64)?;
     if let Some(g) = max_grid {
-        launch = Launch::grid([launch.grid[0].min(g), 1, 1]);
+        launch = Launch::grid([launch.grid[0].min(g.max(2) / 2 * 2), 1, 1]);
     }
     let grid = launch.grid[0];
     pipelined_copy::Args::<D> {

@@ -5,7 +5,7 @@
 use kda_runtime::{SimDevice, SimOptions};
 use pipelined_copy::run::run_checked;
 
-/// The persistent grid the simulator reports.
+/// The grid of the matrix: one cluster of two CTAs.
 const GRID: u32 = 2;
 
 fn schedules() -> Vec<SimOptions> {
@@ -36,10 +36,18 @@ fn every_stage_count_and_trip_count_matches_the_host() {
             for opts in schedules() {
                 let what = format!("{stages} stages, {tiles} tiles, {opts:?}");
                 let dev = SimDevice::with_options(opts);
-                let ran = run_checked(&dev, stages, tiles, None)
+                let ran = run_checked(&dev, stages, tiles, Some(GRID))
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert_eq!(ran.grid, GRID.min(tiles.max(1)), "{what}");
+                assert_eq!(ran.grid, GRID, "{what}");
             }
+        }
+        // The persistent grid (two resident clusters on the simulator):
+        // four CTAs, each over several tiles.
+        for opts in schedules().into_iter().step_by(3) {
+            let dev = SimDevice::with_options(opts);
+            let ran = run_checked(&dev, stages, 4 * stages + 3, None)
+                .unwrap_or_else(|e| panic!("{stages} stages, persistent: {e}"));
+            assert_eq!(ran.grid, 4);
         }
     }
 }
