@@ -167,8 +167,11 @@ fn every_output_is_a_new_file_renamed_into_place() {
         let mut args = args;
         args.push(s(&target));
         kda_split(&args).expect_ok();
-        assert_eq!(std::fs::read(&alias).unwrap(), b"old contents", "{name}");
-        assert_ne!(std::fs::read(&target).unwrap(), b"old contents", "{name}");
+        // (Compared as booleans: the PTX is too long to print.)
+        let kept = std::fs::read(&alias).unwrap() == b"old contents";
+        assert!(kept, "{name}: the old file was overwritten in place");
+        let replaced = std::fs::read(&target).unwrap() != b"old contents";
+        assert!(replaced, "{name}: not written");
     }
     assert!(
         dir.names().iter().all(|n| !n.ends_with(".tmp")),

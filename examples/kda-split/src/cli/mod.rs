@@ -8,9 +8,13 @@
 //! |---|---|
 //! | 0 | success (every check passed) |
 //! | 1 | the results do not match the expected ones |
-//! | 2 | usage error or invalid configuration (the constructor's constraints) |
+//! | 2 | usage error or invalid configuration (the constructor's constraints); shapes over the case limit; an output path that cannot be written or is the input file |
 //! | 3 | bad input: an unreadable, malformed or mismatched case file, or arguments that break the caller contract |
-//! | 4 | the device, the compiler, ptxas, the benchmark or the autotune failed |
+//! | 4 | the device, the compiler, ptxas, the benchmark or the autotune failed (`bench` and `autotune` without a GPU too) |
+//!
+//! Output files are checked before the work and written atomically
+//! (`output`); sizes are checked against the case limit before anything is
+//! allocated (`kda_split::generator::case_limit`).
 
 /// `println!` that ignores a closed standard output, so that
 /// `kda-split info | head` ends quietly instead of panicking.
@@ -73,7 +77,7 @@ enum Command {
     /// schedule (state rotating over >= 4 x L2, PDL-chained steps in CUDA
     /// graphs, medians of event-timed replays). Prints markdown tables with
     /// verdicts against the targets; --json writes everything. Without a GPU
-    /// it says so and measures nothing.
+    /// it says so, measures nothing and exits 4.
     #[command(args_override_self = true, after_help = kda_split::bench::AFTER_HELP)]
     Bench(bench::BenchArgs),
     /// Search the schedule space on the GPU and write the tuned table that
