@@ -19,7 +19,7 @@ targets=$(cd fuzz/src/bin && ls fuzz-*.rs | sed 's/\.rs$//')
 cargo build --release --locked -q -p kda-fuzz --bins
 status=0
 for target in $targets; do
-  if ! "target/release/$target"; then
+  if ! "${CARGO_TARGET_DIR:-target}/release/$target"; then
     echo "fuzz: $target found failing inputs (see above)" >&2
     status=1
   fi

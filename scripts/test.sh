@@ -27,5 +27,8 @@ else
     cargo test --workspace --locked --release --no-fail-fast
 fi
 
+echo "== fuzz (every target for 60 s, seeded; corpus and reproducers replayed)"
+bash scripts/fuzz.sh
+
 echo "== python (kda package: wheel built by maturin, pytest on the simulator)"
 bash scripts/test-python.sh

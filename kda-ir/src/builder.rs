@@ -10,7 +10,7 @@
 //! is a trace-time count, and waits inside a runtime `if` do not advance it
 //! (the branch may not run): wait on the same barrier in a branch and again
 //! after it with [`Builder::wait_phase`]. Inside runtime loops it is
-//! loop-carried state (see [`phases`]).
+//! loop-carried state (see the `phases` module).
 
 mod phases;
 
