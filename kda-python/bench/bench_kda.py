@@ -56,7 +56,7 @@ def bench(heads, batch, tokens, replays, l2):
     num_slots = slots_needed + 1  # slot 0 is the null block
     # One generated case fixes every tensor but the slot tables; the caches
     # are re-allocated with num_slots pages.
-    items, _ = _kda._kda_case(k, batch, seed=1, padding=0.0, holes=0.0, run=False)
+    items, _ = _kda._case(k, batch, seed=1, padding=0.0, holes=0.0, run=False)
     args = [to_torch(v) if kind == "tensor" else v for _, kind, v in items]
     names = list(k.params)
     at = names.index

@@ -4,18 +4,24 @@
 //! launch in place: on the GPU over the caller's memory (borrowed buffers,
 //! the caller's stream), or on the simulator for host arrays (copied in,
 //! the written tensors copied back into the arrays). Kernels are built,
-//! specialised and loaded once per configuration, dtypes and strides.
+//! specialised and loaded once per process for each family, configuration,
+//! dtypes, strides and device, whichever instance asks first: equal
+//! instances share them.
 
+use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
 use std::fmt::{Debug, Display};
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use half::bf16;
 use kda_host::{DType, HostData, HostTensor, KernelArgs, SlotError};
 use kda_ir::Kernel;
 use kda_runtime::sim::SimModule;
-use kda_runtime::{CudaKernel, Device, LaunchConfig, ScalarArg, SimDevice, TensorShape, bind_syms};
+use kda_runtime::{
+    CudaDevice, CudaKernel, Device, LaunchConfig, ScalarArg, SimDevice, TensorShape, bind_syms,
+};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -72,6 +78,12 @@ enum Module {
 }
 
 impl Entry {
+    /// The module, loaded on a `D`: the key of the cache says which.
+    fn module<D: Target>(&self) -> PyResult<&D::Module> {
+        D::unwrap(&self.module)
+            .ok_or_else(|| PyRuntimeError::new_err(format!("cached kernel is not {}", D::MODULE)))
+    }
+
     /// The driver's resource report, when loaded on a GPU.
     pub fn resources(&self) -> Option<kda_runtime::cuda::KernelResources> {
         match &self.module {
@@ -95,17 +107,93 @@ struct LayoutKey<C> {
     tensors: Vec<(DType, Vec<usize>, Vec<usize>)>,
 }
 
-/// A kernel family with its caches.
+/// What the process has built for one family (its configuration type).
+struct Cache<C> {
+    kernels: HashMap<KernelKey<C>, Arc<Entry>>,
+    /// GPU layouts that passed `validate_layout`.
+    layouts: HashSet<LayoutKey<C>>,
+}
+
+/// One [`Cache`] per configuration type, so per family: a generic static
+/// is not possible, hence the map by type.
+static CACHES: LazyLock<Mutex<HashMap<TypeId, Box<dyn Any + Send>>>> =
+    LazyLock::new(Default::default);
+
+/// Kernels built in this process, every family and instance together.
+static COMPILED: AtomicUsize = AtomicUsize::new(0);
+
+/// One simulator for the process: its modules are not tied to it, and it
+/// keeps no state between launches that a caller could observe.
+static SIM: LazyLock<SimDevice> = LazyLock::new(SimDevice::new);
+
+/// Kernels built and loaded so far in this process (each family,
+/// configuration, dtypes, strides and device once).
+pub fn compiled() -> usize {
+    COMPILED.load(Ordering::Relaxed)
+}
+
+/// Run `f` on family `C`'s cache, under the process-wide lock (held across
+/// a build, so two callers never build the same kernel).
+fn with_cache<C: Eq + Hash + Send + 'static, R>(f: impl FnOnce(&mut Cache<C>) -> R) -> PyResult<R> {
+    let mut caches = lock(&CACHES);
+    let slot = caches.entry(TypeId::of::<C>()).or_insert_with(|| {
+        Box::new(Cache::<C> {
+            kernels: HashMap::new(),
+            layouts: HashSet::new(),
+        })
+    });
+    slot.downcast_mut::<Cache<C>>()
+        .map(f)
+        .ok_or_else(|| PyRuntimeError::new_err("kernel cache of another type under this key"))
+}
+
+/// A device kernels are loaded on, and how its modules are kept in an
+/// [`Entry`].
+trait Target: Device {
+    /// For the error of a failed load.
+    const LOADING: &'static str;
+    /// For the error of an entry loaded on another kind of device.
+    const MODULE: &'static str;
+    fn wrap(m: Self::Module) -> Module;
+    fn unwrap(m: &Module) -> Option<&Self::Module>;
+}
+
+impl Target for SimDevice {
+    const LOADING: &'static str = "loading the kernel on the simulator";
+    const MODULE: &'static str = "a simulator module";
+    fn wrap(m: SimModule) -> Module {
+        Module::Sim(m)
+    }
+    fn unwrap(m: &Module) -> Option<&SimModule> {
+        match m {
+            Module::Sim(m) => Some(m),
+            Module::Cuda(_) => None,
+        }
+    }
+}
+
+impl Target for CudaDevice {
+    const LOADING: &'static str = "loading the kernel";
+    const MODULE: &'static str = "a CUDA module";
+    fn wrap(m: CudaKernel) -> Module {
+        Module::Cuda(m)
+    }
+    fn unwrap(m: &Module) -> Option<&CudaKernel> {
+        match m {
+            Module::Cuda(m) => Some(m),
+            Module::Sim(_) => None,
+        }
+    }
+}
+
+/// A kernel family, the kernels this instance has launched and the last.
 pub struct Engine<F: Family> {
     pub family: F,
-    sim: SimDevice,
-    kernels: Mutex<HashMap<KernelKey<F::Config>, Arc<Entry>>>,
-    /// GPU layouts that passed `validate_layout`.
-    layouts: Mutex<HashSet<LayoutKey<F::Config>>>,
+    used: Mutex<Vec<Arc<Entry>>>,
     last: Mutex<Option<Arc<Entry>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -183,20 +271,28 @@ impl<F: Family> Engine<F> {
     pub fn new(family: F) -> Self {
         Engine {
             family,
-            sim: SimDevice::new(),
-            kernels: Mutex::new(HashMap::new()),
-            layouts: Mutex::new(HashSet::new()),
+            used: Mutex::new(Vec::new()),
             last: Mutex::new(None),
         }
     }
 
-    /// Kernels loaded so far (each configuration, dtypes and strides once).
+    /// Kernels this instance has launched (each configuration, dtypes and
+    /// strides once), whoever built them.
     pub fn cached(&self) -> usize {
-        lock(&self.kernels).len()
+        lock(&self.used).len()
     }
 
     pub fn last(&self) -> Option<Arc<Entry>> {
         lock(&self.last).clone()
+    }
+
+    /// Remember `entry` as this instance's last launch.
+    fn launched(&self, entry: Arc<Entry>) {
+        let mut used = lock(&self.used);
+        if !used.iter().any(|e| Arc::ptr_eq(e, &entry)) {
+            used.push(entry.clone());
+        }
+        *lock(&self.last) = Some(entry);
     }
 
     /// The error of a list of contract violations: all listed, `TypeError`
@@ -314,26 +410,46 @@ impl<F: Family> Engine<F> {
         }
     }
 
-    /// The cached entry for `key`, or one built from `args` and loaded with `load`.
-    fn entry(
+    /// The process's entry for `call`'s kernel on `dev`, built from `args`
+    /// and loaded unless some instance has done so. `may_compile`: false
+    /// while a graph is captured, when only a cached kernel will do.
+    fn entry<D: Target>(
         &self,
-        key: KernelKey<F::Config>,
+        dev: &D,
         cfg: &F::Config,
+        call: &Call,
+        may_compile: bool,
         args: impl FnOnce() -> PyResult<F::Args>,
-        load: impl FnOnce(&Kernel) -> PyResult<Module>,
     ) -> PyResult<Arc<Entry>> {
-        if let Some(e) = lock(&self.kernels).get(&key) {
-            return Ok(e.clone());
-        }
-        let args = args()?;
-        let kernel = F::kernel_for(cfg, &args).map_err(PyValueError::new_err)?;
-        let module = load(&kernel)?;
-        let entry = Arc::new(Entry { kernel, module });
-        lock(&self.kernels).insert(key, entry.clone());
-        Ok(entry)
+        let key = Self::kernel_key(cfg, call);
+        with_cache::<F::Config, _>(|cache| {
+            if let Some(e) = cache.kernels.get(&key) {
+                return Ok(e.clone());
+            }
+            if !may_compile {
+                return Err(PyRuntimeError::new_err(format!(
+                    "{}: this configuration (requests, dtypes, strides) has not been compiled yet, and the stream is capturing a CUDA graph; call it once before the capture (a warm-up) so the capture only records the launch",
+                    F::CLASS
+                )));
+            }
+            let kernel = F::kernel_for(cfg, &args()?).map_err(PyValueError::new_err)?;
+            let module = dev.load(&kernel).map_err(|e| runtime_err(D::LOADING, e))?;
+            let entry = Arc::new(Entry {
+                kernel,
+                module: D::wrap(module),
+            });
+            COMPILED.fetch_add(1, Ordering::Relaxed);
+            cache.kernels.insert(key, entry.clone());
+            Ok(entry)
+        })?
     }
 
-    fn launch_config(&self, entry: &Entry, call: &Call, cfg: &F::Config) -> PyResult<LaunchConfig> {
+    fn launch_config(
+        &self,
+        kernel: &Kernel,
+        call: &Call,
+        cfg: &F::Config,
+    ) -> PyResult<LaunchConfig> {
         let shapes: Vec<TensorShape> = call
             .tensors
             .iter()
@@ -342,8 +458,7 @@ impl<F: Family> Engine<F> {
                 strides: v.strides.clone(),
             })
             .collect();
-        let syms =
-            bind_syms(&entry.kernel, &shapes).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let syms = bind_syms(kernel, &shapes).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(LaunchConfig {
             grid: F::grid(cfg, self.requests(call)),
             pdl: true,
@@ -368,23 +483,10 @@ impl<F: Family> Engine<F> {
         }
         let written = self.written(&args);
         self.readonly_check(call, &written)?;
-        let sim = &self.sim;
-        let entry = self.entry(
-            Self::kernel_key(cfg, call),
-            cfg,
-            move || Ok(args),
-            |k| {
-                sim.load(k)
-                    .map(Module::Sim)
-                    .map_err(|e| runtime_err("loading the kernel on the simulator", e))
-            },
-        )?;
-        let Module::Sim(module) = &entry.module else {
-            return Err(PyRuntimeError::new_err(
-                "cached kernel is not a simulator module",
-            ));
-        };
-        let launch = self.launch_config(&entry, call, cfg)?;
+        let sim: &SimDevice = &SIM;
+        let entry = self.entry(sim, cfg, call, true, move || Ok(args))?;
+        let module = entry.module::<SimDevice>()?;
+        let launch = self.launch_config(&entry.kernel, call, cfg)?;
         let buffers = storage
             .iter()
             .map(|b| sim.upload(b))
@@ -411,7 +513,7 @@ impl<F: Family> Engine<F> {
                 }
             }
         }
-        *lock(&self.last) = Some(entry);
+        self.launched(entry);
         Ok(())
     }
 
@@ -462,13 +564,13 @@ impl<F: Family> Engine<F> {
                 .map(|(_, v)| (v.dtype, v.shape.clone(), v.strides.clone()))
                 .collect(),
         };
-        if !lock(&self.layouts).contains(&layout_key) {
+        if !with_cache::<F::Config, _>(|c| c.layouts.contains(&layout_key))? {
             let args = self.placeholder_args(call)?;
             let errors = F::validate_layout(cfg, &args);
             if !errors.is_empty() {
                 return Err(self.contract_error(&errors));
             }
-            lock(&self.layouts).insert(layout_key);
+            with_cache::<F::Config, _>(|c| c.layouts.insert(layout_key))?;
         }
         let written = {
             // `written` depends only on which optional tensors are passed.
@@ -486,30 +588,11 @@ impl<F: Family> Engine<F> {
             self.check_slot_values(&g, cu_stream, call)?;
         }
 
-        let key = Self::kernel_key(cfg, call);
-        if capturing && !lock(&self.kernels).contains_key(&key) {
-            return Err(PyRuntimeError::new_err(format!(
-                "{}: this configuration (requests, dtypes, strides) has not been compiled yet, and the stream is capturing a CUDA graph; call it once before the capture (a warm-up) so the capture only records the launch",
-                F::CLASS
-            )));
-        }
-        let entry = self.entry(
-            key,
-            cfg,
-            || self.placeholder_args(call),
-            |k| {
-                g.dev
-                    .load(k)
-                    .map(Module::Cuda)
-                    .map_err(|e| runtime_err("loading the kernel", e))
-            },
-        )?;
-        let Module::Cuda(module) = &entry.module else {
-            return Err(PyRuntimeError::new_err(
-                "cached kernel is not a CUDA module",
-            ));
-        };
-        let launch = self.launch_config(&entry, call, cfg)?;
+        let entry = self.entry(&g.dev, cfg, call, !capturing, || {
+            self.placeholder_args(call)
+        })?;
+        let module = entry.module::<CudaDevice>()?;
+        let launch = self.launch_config(&entry.kernel, call, cfg)?;
         // SAFETY: every pointer is the storage of a CUDA array of this
         // device, which the caller keeps alive (and does not touch
         // conflictingly) until the launch has run on `stream`.
@@ -523,7 +606,7 @@ impl<F: Family> Engine<F> {
         // current stream unless given), alive for the call.
         unsafe { g.dev.launch_on_stream(cu_stream, module, &launch, &refs) }
             .map_err(|e| runtime_err("launch", e))?;
-        *lock(&self.last) = Some(entry);
+        self.launched(entry);
         Ok(())
     }
 

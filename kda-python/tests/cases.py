@@ -1,7 +1,10 @@
 """Test cases as arrays: the crates' seeded generators (through the
-test-only `kda._kda._kda_case`, `_gdn_case`, `_mamba2_case`) turned into
-NumPy arrays with the generator's exact strides, the matching comparisons
-with the f64 reference, and the helpers of the error tests."""
+test-only `kda._kda._case`, one for every class) turned into NumPy arrays
+with the generator's exact strides, the matching comparisons with the f64
+reference (`_compare`), and the checks the three classes' simulator tests
+share: the in-place path against the Rust path, the kernel cache, the
+constructor's errors and the bad calls (each raising before anything is
+written)."""
 
 import numpy as np
 import pytest
@@ -10,18 +13,6 @@ import kda
 from kda import _kda
 
 NP_DTYPES = {"BF16": np.uint16, "F32": np.float32, "I32": np.int32}
-
-# Each class's generator and comparison.
-CASE = {
-    kda.KdaSplit: _kda._kda_case,
-    kda.GdnDecode: _kda._gdn_case,
-    kda.Mamba2Decode: _kda._mamba2_case,
-}
-COMPARE = {
-    kda.KdaSplit: _kda._kda_compare,
-    kda.GdnDecode: _kda._gdn_compare,
-    kda.Mamba2Decode: _kda._mamba2_compare,
-}
 
 WRITTEN = ("output", "state", "conv_state")
 
@@ -40,7 +31,7 @@ def to_numpy(spec):
 def numpy_case(k, requests, **options):
     """(args, rust): positional arguments as arrays and floats, and the
     Rust path's results (row-major bytes) on the simulator, or None."""
-    items, rust = CASE[type(k)](k, requests, **options)
+    items, rust = _kda._case(k, requests, **options)
     args = [to_numpy(v) if kind == "tensor" else v for _, kind, v in items]
     return args, rust
 
@@ -48,9 +39,7 @@ def numpy_case(k, requests, **options):
 def compare(k, requests, got, **options):
     """(passed, report) of the written tensors `got` against the f64
     reference of the same case."""
-    return COMPARE[type(k)](
-        k, requests, got["output"], got["state"], got["conv_state"], **options
-    )
+    return _kda._compare(k, requests, got["output"], got["state"], got["conv_state"], **options)
 
 
 def names(k):
@@ -80,6 +69,74 @@ def check_raises(k, args, exc, *words):
 def replace(k, args, name, value):
     out = list(args)
     out[names(k).index(name)] = value
+    return out
+
+
+def label(case):
+    """A test id from a case's options."""
+    return "-".join(f"{k}{v}" for k, v in case.items())
+
+
+def check_in_place(k, requests, crate, **options):
+    """The in-place call on a generated case writes what the crate's Rust
+    path `crate` writes, bit for bit, within the f64 reference's
+    tolerances."""
+    args, rust = numpy_case(k, requests, **options)
+    k(*args)
+    got = results(k, args)
+    for name in WRITTEN:
+        assert got[name] == rust[name], f"{name} differs from {crate}"
+    passed, report = compare(k, requests, got, **options)
+    assert passed, report
+
+
+def check_cached(k, same, other):
+    """Calls on the cases `same` ((requests, options) each) load one
+    kernel; the case `other` a second."""
+    for requests, options in same:
+        args, _ = numpy_case(k, requests, run=False, **options)
+        k(*args)
+    assert k.info()["cached_kernels"] == 1
+    requests, options = other
+    args, _ = numpy_case(k, requests, run=False, **options)
+    k(*args)
+    assert k.info()["cached_kernels"] == 2
+
+
+def check_bad_configuration(cls, kwargs, words, named=True):
+    """The constructor raises `ValueError` saying `words` (and, with
+    `named`, the class name)."""
+    with pytest.raises(ValueError) as e:
+        cls(**kwargs)
+    assert words in str(e.value)
+    if named:
+        assert cls.__name__ in str(e.value)
+
+
+def swap(**changes):
+    """An edit of a call (see `bad_calls`): each named argument replaced by
+    its change of the original."""
+    return lambda by: {name: change(by[name]) for name, change in changes.items()}
+
+
+def bad_calls(rows):
+    """`(id, edit, exception, *words)` rows as the parameters of a test of
+    `check_bad_call`."""
+    return [pytest.param(edit, exc, words, id=name) for name, edit, exc, *words in rows]
+
+
+def check_bad_call(call, edit, exc, words):
+    """The fixture's call after `edit` (which changes arrays of the call in
+    place, or returns replacements by argument name) raises `exc` naming
+    `words`, and writes nothing."""
+    k, args, by = call
+    changes = edit(by) or {}
+    return check_raises(k, [changes.get(n, a) for n, a in zip(names(k), args)], exc, *words)
+
+
+def read_only(a):
+    out = a.copy()
+    out.setflags(write=False)
     return out
 
 

@@ -7,7 +7,9 @@ import pytest
 
 import kda
 
-from cases import check_raises, compare, key_strided, misaligned_copy, names, numpy_case, replace, results
+from cases import (bad_calls, check_bad_call, check_bad_configuration, check_cached,
+                   check_in_place, check_raises, key_strided, label, misaligned_copy, names,
+                   numpy_case, read_only, swap)
 
 # Small configurations from the crate's matrix: T = 1..4, bias on and off,
 # head groupings 1, 2 and 4 (clusters), every lane width, f32 weights, the
@@ -31,20 +33,10 @@ def make(case):
     return k, c.pop("requests"), c
 
 
-def label(case):
-    return "-".join(f"{k}{v}" for k, v in case.items())
-
-
 @pytest.mark.parametrize("case", CASES, ids=label)
 def test_in_place_equals_the_rust_path_and_the_reference(case):
     k, requests, options = make(case)
-    args, rust = numpy_case(k, requests, **options)
-    k(*args)
-    got = results(k, args)
-    for name in ("output", "state", "conv_state"):
-        assert got[name] == rust[name], f"{name} differs from gdn_decode::run"
-    passed, report = compare(k, requests, got, **options)
-    assert passed, report
+    check_in_place(k, requests, "gdn_decode::run", **options)
 
 
 def test_the_cases_have_padding_and_write_holes():
@@ -66,14 +58,8 @@ def test_the_cases_have_padding_and_write_holes():
 
 
 def test_kernels_are_cached_per_layout_not_per_batch():
-    k = kda.GdnDecode(1, 2)
-    for requests, seed in ((2, 1), (3, 2)):
-        args, _ = numpy_case(k, requests, seed=seed, run=False)
-        k(*args)
-    assert k.info()["cached_kernels"] == 1
-    args, _ = numpy_case(k, 2, seed=3, conv_sd=True, run=False)
-    k(*args)
-    assert k.info()["cached_kernels"] == 2
+    same = [(2, dict(seed=1)), (3, dict(seed=2))]
+    check_cached(kda.GdnDecode(1, 2), same, (2, dict(seed=3, conv_sd=True)))
 
 
 def test_ptx_and_info():
@@ -121,103 +107,58 @@ def test_optional_arguments_follow_the_configuration():
     check_raises(k, args, TypeError, "15 positional arguments", "conv_bias")
 
 
-def test_not_an_array(call):
-    k, args, _ = call
-    check_raises(k, replace(k, args, "z", [1.0, 2.0]), TypeError, "z:", "expected an array")
-
-
-def test_unsupported_dtype(call):
-    k, args, by = call
-    check_raises(k, replace(k, args, "x", by["x"].astype(np.float64)), TypeError, "x:", "float64")
-
-
-def test_dtype_the_argument_does_not_take(call):
-    k, args, by = call
-    check_raises(k, replace(k, args, "a_log", by["a_log"].view(np.int32)), TypeError,
-                 "a_log: dtype I32 is not allowed")
-    check_raises(k, replace(k, args, "state", by["state"].view(np.int32)), TypeError,
-                 "state: dtype I32")
-
-
-def test_scalar_must_be_a_float(call):
-    k, args, _ = call
-    check_raises(k, replace(k, args, "eps", "small"), TypeError, "eps", "float")
-
-
-def test_scalar_contract(call):
-    k, args, _ = call
-    check_raises(k, replace(k, args, "scale", float("nan")), ValueError, "scale = NaN must be finite")
-    check_raises(k, replace(k, args, "eps", -1.0), ValueError, "eps = -1 must be finite and >= 0")
-
-
-def test_wrong_shape(call):
-    k, args, by = call
-    check_raises(k, replace(k, args, "beta", by["beta"][:, :1]), ValueError, "beta: shape [4, 1]")
-    # x has B*T rows, B from slots.
-    check_raises(k, replace(k, args, "x", by["x"][:3]), ValueError, "x: shape", "requests * tokens")
-
-
-def test_conv_width_follows_tokens(call):
-    k, args, by = call
-    narrow = by["conv_state"][:, :, :3]  # tokens = 2 needs T + 2 = 4 columns
-    check_raises(k, replace(k, args, "conv_state", narrow), ValueError, "conv_state: shape", ">=4")
-
-
-def test_state_must_be_key_contiguous(call):
-    k, args, by = call
-    check_raises(k, replace(k, args, "state", key_strided(by["state"])), ValueError, "state",
-                 "contiguous")
-
-
-def test_negative_stride(call):
-    k, args, by = call
-    check_raises(k, replace(k, args, "z", by["z"][::-1]), ValueError, "z", "negative")
-
-
-def test_misaligned_state(call):
-    k, args, by = call
-    check_raises(k, replace(k, args, "state", misaligned_copy(by["state"])), ValueError, "state",
-                 "16-byte")
-
-
-def test_read_only_output(call):
-    k, args, by = call
-    out = by["output"].copy()
-    out.setflags(write=False)
-    check_raises(k, replace(k, args, "output", out), ValueError, "output", "read-only")
-
-
-def test_overlapping_output(call):
-    k, args, by = call
-    row = np.zeros(by["output"].shape[1], dtype=np.uint16)
-    rows = np.lib.stride_tricks.as_strided(row, by["output"].shape, (0, 2))
-    check_raises(k, replace(k, args, "output", rows), ValueError, "output", "overlap")
-
-
-def test_accepted_out_of_range(call):
-    k, args, by = call
+def accepted_out_of_range(by):
     by["accepted"][1] = 0
-    check_raises(k, args, ValueError, "accepted[1] = 0")
 
 
-def test_shared_slot(call):
-    k, args, by = call
+def shared_slot(by):
     by["slots"][1, :] = by["slots"][0, :]
-    check_raises(k, args, ValueError, "slots", "active requests must own distinct slots")
 
 
-def test_slot_outside_the_state(call):
-    k, args, by = call
+def slot_outside_the_state(by):
     by["slots"][0, 0] = by["state"].shape[0]
-    check_raises(k, args, ValueError, "slots[0, 0]", "outside")
 
 
-def test_several_violations_are_listed(call):
-    k, args, by = call
-    bad = replace(k, args, "beta", by["beta"][:, :1])
-    bad = replace(k, bad, "z", by["z"][:1])
-    msg = check_raises(k, bad, ValueError, "beta", "z:")
-    assert "GdnDecode: 2 invalid arguments" in msg or "invalid arguments" in msg
+def overlapping(a):
+    """`a`'s shape with every row the same memory."""
+    row = np.zeros(a.shape[1], dtype=np.uint16)
+    return np.lib.stride_tricks.as_strided(row, a.shape, (0, 2))
+
+
+BAD_CALLS = [
+    ("not_an_array", swap(z=lambda a: [1.0, 2.0]), TypeError, "z:", "expected an array"),
+    ("unsupported_dtype", swap(x=lambda a: a.astype(np.float64)), TypeError, "x:", "float64"),
+    ("dtype_the_argument_does_not_take", swap(a_log=lambda a: a.view(np.int32)), TypeError,
+     "a_log: dtype I32 is not allowed"),
+    ("dtype_the_state_does_not_take", swap(state=lambda a: a.view(np.int32)), TypeError,
+     "state: dtype I32"),
+    ("scalar_must_be_a_float", swap(eps=lambda a: "small"), TypeError, "eps", "float"),
+    ("scalar_contract_scale", swap(scale=lambda a: float("nan")), ValueError,
+     "scale = NaN must be finite"),
+    ("scalar_contract_eps", swap(eps=lambda a: -1.0), ValueError,
+     "eps = -1 must be finite and >= 0"),
+    ("wrong_shape", swap(beta=lambda a: a[:, :1]), ValueError, "beta: shape [4, 1]"),
+    # x has B*T rows, B from slots.
+    ("wrong_rows", swap(x=lambda a: a[:3]), ValueError, "x: shape", "requests * tokens"),
+    # tokens = 2 needs T + 2 = 4 columns
+    ("conv_width_follows_tokens", swap(conv_state=lambda a: a[:, :, :3]), ValueError,
+     "conv_state: shape", ">=4"),
+    ("state_must_be_key_contiguous", swap(state=key_strided), ValueError, "state", "contiguous"),
+    ("negative_stride", swap(z=lambda a: a[::-1]), ValueError, "z", "negative"),
+    ("misaligned_state", swap(state=misaligned_copy), ValueError, "state", "16-byte"),
+    ("read_only_output", swap(output=read_only), ValueError, "output", "read-only"),
+    ("overlapping_output", swap(output=overlapping), ValueError, "output", "overlap"),
+    ("accepted_out_of_range", accepted_out_of_range, ValueError, "accepted[1] = 0"),
+    ("shared_slot", shared_slot, ValueError, "slots", "active requests must own distinct slots"),
+    ("slot_outside_the_state", slot_outside_the_state, ValueError, "slots[0, 0]", "outside"),
+    ("several_violations_are_listed", swap(beta=lambda a: a[:, :1], z=lambda a: a[:1]),
+     ValueError, "beta", "z:", "invalid arguments"),
+]
+
+
+@pytest.mark.parametrize("edit, exc, words", bad_calls(BAD_CALLS))
+def test_bad_call(call, edit, exc, words):
+    check_bad_call(call, edit, exc, words)
 
 
 @pytest.mark.parametrize(
@@ -231,6 +172,4 @@ def test_several_violations_are_listed(call):
     ],
 )
 def test_bad_configuration(kwargs, words):
-    with pytest.raises(ValueError) as e:
-        kda.GdnDecode(**kwargs)
-    assert words in str(e.value) and "GdnDecode" in str(e.value)
+    check_bad_configuration(kda.GdnDecode, kwargs, words)

@@ -4,44 +4,12 @@ for KdaSplit: generated cases against the crate's Rust path on the same GPU
 (bit for bit) and the f64 reference, CUDA graph capture and replay, the
 device and contract errors."""
 
-import os
-
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available() or torch.cuda.get_device_capability(0) != (9, 0):
-    if os.environ.get("KDA_REQUIRE_GPU"):
-        raise RuntimeError("KDA_REQUIRE_GPU is set but no sm_90 GPU is usable from torch")
-    pytest.skip("needs torch with an sm_90 CUDA GPU", allow_module_level=True)
+from torch_cases import (check_device_and_contract, check_explicit_stream, check_graph_replay,
+                         check_in_place, check_uncompiled_capture, torch)
 
 import kda
-
-from cases import CASE, WRITTEN, compare
-
-TORCH = {"BF16": torch.bfloat16, "F32": torch.float32, "I32": torch.int32}
-
-
-def to_torch(spec):
-    flat = torch.frombuffer(bytearray(spec["storage"]), dtype=TORCH[spec["dtype"]]).cuda()
-    return torch.as_strided(flat, spec["shape"], spec["strides"])
-
-
-def torch_case(k, requests, **options):
-    items, rust = CASE[type(k)](k, requests, **options)
-    return [to_torch(v) if kind == "tensor" else v for _, kind, v in items], rust
-
-
-def row_major(t):
-    t = t.contiguous().cpu()
-    if t.dtype == torch.bfloat16:
-        t = t.view(torch.int16)
-    return t.numpy().tobytes()
-
-
-def written(k, args):
-    by = dict(zip(k.params, args))
-    return {n: row_major(by[n]) for n in WRITTEN}
-
 
 # (constructor arguments, requests, case options): Qwen3-Next-like GDN
 # groupings at every T, Mamba-2 model shapes (P = 64, N = 128) with
@@ -72,16 +40,7 @@ def label(case):
 @pytest.mark.parametrize("case", CASES, ids=label)
 def test_torch_in_place_equals_the_rust_gpu_path_and_the_reference(case):
     cls, config, requests, options = case
-    k = cls(**config)
-    args, rust = torch_case(k, requests, seed=3, device="cuda", **options)
-    k(*args)
-    torch.cuda.synchronize()
-    got = written(k, args)
-    for name in WRITTEN:
-        assert got[name] == rust[name], f"{name} differs from the crate's run on the GPU"
-    passed, report = compare(k, requests, got, seed=3, **options)
-    assert passed, report
-    assert k.info()["resources_from"] == "driver"
+    check_in_place(cls(**config), requests, seed=3, **options)
 
 
 @pytest.mark.parametrize(
@@ -90,74 +49,35 @@ def test_torch_in_place_equals_the_rust_gpu_path_and_the_reference(case):
     ids=["GdnDecode", "Mamba2Decode"],
 )
 def test_graph_capture_and_replay_equal_eager_launches(cls, config):
-    k = cls(**config)
-    eager, _ = torch_case(k, 8, seed=4, run=False)
-    graphed, _ = torch_case(k, 8, seed=4, run=False)
-    k(*eager)  # also the warm-up: compiles and loads outside the capture
-    k(*eager)
-    initial = [a.clone() if isinstance(a, torch.Tensor) else a for a in graphed]
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        k(*graphed)
-    for a, b in zip(graphed, initial):
-        if isinstance(a, torch.Tensor):
-            a.copy_(b)
-    g.replay()
-    g.replay()
-    torch.cuda.synchronize()
-    assert written(k, graphed) == written(k, eager)
+    check_graph_replay(cls(**config))
 
 
 def test_capture_of_an_uncompiled_layout_raises():
-    k = kda.Mamba2Decode(4)
-    args, _ = torch_case(k, 2, seed=5, run=False)
-    g = torch.cuda.CUDAGraph()
-    with pytest.raises(RuntimeError, match="warm-up"):
-        with torch.cuda.graph(g):
-            k(*args)
+    check_uncompiled_capture(kda.Mamba2Decode(4))
 
 
 def test_explicit_stream():
-    k = kda.GdnDecode(1, 2)
-    a, _ = torch_case(k, 4, seed=6, run=False)
-    b, _ = torch_case(k, 4, seed=6, run=False)
-    k(*a)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    k(*b, stream=s)
-    s.synchronize()
-    assert written(k, a) == written(k, b)
+    check_explicit_stream(kda.GdnDecode(1, 2))
+
+
+def accepted_out_of_range(by):
+    by["accepted"][0] = 3
+
+
+def shared_slot(by):
+    by["slots"][1] = by["slots"][0]
 
 
 def test_gdn_wrong_device_and_contract_errors():
-    k = kda.GdnDecode(1, 2, tokens=2)
-    args, _ = torch_case(k, 2, seed=7, padding=0.0, holes=0.0, run=False)
-    by = dict(zip(k.params, args))
-    bad = list(args)
-    bad[k.params.index("z")] = by["z"].cpu()
-    with pytest.raises(ValueError, match="z: on the host"):
-        k(*bad)
-    by["accepted"][0] = 3
-    with pytest.raises(ValueError, match=r"accepted\[0\] = 3"):
-        k(*args)
-    bad = list(args)
-    bad[k.params.index("x")] = by["x"].float()
-    with pytest.raises(TypeError, match="x: dtype F32"):
-        k(*bad)
+    check_device_and_contract(
+        kda.GdnDecode(1, 2, tokens=2), 2, dict(seed=7, padding=0.0, holes=0.0),
+        "z", accepted_out_of_range, r"accepted\[0\] = 3", "x", lambda t: t.float(), "x: dtype F32",
+    )
 
 
 def test_mamba2_wrong_device_and_contract_errors():
-    k = kda.Mamba2Decode(2)
-    args, _ = torch_case(k, 3, seed=8, padding=0.0, run=False)
-    by = dict(zip(k.params, args))
-    bad = list(args)
-    bad[k.params.index("dt")] = by["dt"].cpu()
-    with pytest.raises(ValueError, match="dt: on the host"):
-        k(*bad)
-    by["slots"][1] = by["slots"][0]
-    with pytest.raises(ValueError, match="active requests must own distinct slots"):
-        k(*args)
-    bad = list(args)
-    bad[k.params.index("state")] = by["state"].to(torch.bfloat16)
-    with pytest.raises(TypeError, match="state: dtype BF16"):
-        k(*bad)
+    check_device_and_contract(
+        kda.Mamba2Decode(2), 3, dict(seed=8, padding=0.0),
+        "dt", shared_slot, "active requests must own distinct slots",
+        "state", lambda t: t.to(torch.bfloat16), "state: dtype BF16",
+    )

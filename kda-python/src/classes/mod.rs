@@ -1,7 +1,72 @@
 //! The Python classes, one per kernel family: a constructor mirroring the
 //! kernel's configuration, `__call__` (launch in place), `ptx()`, `info()`.
-//! The methods' bodies are shared here; each class file only says what its
-//! constructor takes.
+//! The methods' bodies are shared here ([`family_class!`] writes the
+//! `#[pyclass]` and the methods every class has); each class file only says
+//! what its constructor takes and what its getters and `repr` show.
+
+/// A `#[pyclass]` over an `Engine<$family>`: `__call__`, `ptx()`,
+/// `info()`, `params` and `engine()`, plus the class's own `methods`
+/// (constructor, getters, `__repr__`). PyO3 reads one `#[pymethods]` block
+/// per class (several need its `multiple-pymethods` feature and the
+/// `inventory` crate), hence one macro writing the whole block.
+macro_rules! family_class {
+    (
+        $(#[$class_doc:meta])*
+        $class:ident($family:ty), call_doc = $call_doc:literal, ptx_doc = $ptx_doc:literal,
+        { $($methods:tt)* }
+    ) => {
+        $(#[$class_doc])*
+        #[pyclass(module = "kda._kda", frozen)]
+        pub struct $class {
+            engine: $crate::engine::Engine<$family>,
+        }
+
+        #[pymethods]
+        impl $class {
+            $($methods)*
+
+            #[doc = $call_doc]
+            #[pyo3(signature = (*args, stream = None, check_slots = None))]
+            fn __call__(
+                &self,
+                args: &Bound<'_, pyo3::types::PyTuple>,
+                stream: Option<&Bound<'_, PyAny>>,
+                check_slots: Option<bool>,
+            ) -> PyResult<()> {
+                super::call(&self.engine, args, stream, check_slots)
+            }
+
+            #[doc = $ptx_doc]
+            #[pyo3(signature = (requests = None))]
+            fn ptx(&self, requests: Option<u32>) -> PyResult<String> {
+                super::ptx_of(&self.engine, requests)
+            }
+
+            /// Configuration and resource report (registers, shared memory,
+            /// spills where known) of the same kernel as `ptx()`.
+            #[pyo3(signature = (requests = None))]
+            fn info<'py>(
+                &self,
+                py: Python<'py>,
+                requests: Option<u32>,
+            ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+                super::info_of(py, &self.engine, requests)
+            }
+
+            /// The positional parameter names, in order.
+            #[getter]
+            fn params(&self) -> Vec<&'static str> {
+                super::params_of(&self.engine)
+            }
+        }
+
+        impl $class {
+            pub fn engine(&self) -> &$crate::engine::Engine<$family> {
+                &self.engine
+            }
+        }
+    };
+}
 
 mod gdn;
 mod kda;
@@ -88,6 +153,7 @@ pub(crate) fn info_of<'py, F: Family>(
     d.set_item("ptx_lines", compiled.ptx.lines().count())?;
     d.set_item("dynamic_shared_bytes", compiled.layout.bytes)?;
     d.set_item("cached_kernels", engine.cached())?;
+    d.set_item("process_compilations", crate::engine::compiled())?;
     // The driver's figures once loaded on a GPU; ptxas's where it is installed.
     if let Some(r) = engine
         .last()

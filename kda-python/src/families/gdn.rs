@@ -99,17 +99,7 @@ impl Family for Gdn {
         }
     }
 
-    fn validate_layout(l: &GdnLaunch, args: &GdnArgs) -> Vec<ArgError> {
-        gdn_decode::validate_layout(&l.cfg, args)
-    }
-
-    fn validate(l: &GdnLaunch, args: &GdnArgs) -> Vec<ArgError> {
-        gdn_decode::validate(&l.cfg, args)
-    }
-
-    fn is_type_error(e: &ArgError) -> bool {
-        matches!(e, ArgError::Dtype { .. })
-    }
+    crate_checks!(gdn_decode, |l| &l.cfg);
 
     fn kernel_for(l: &GdnLaunch, args: &GdnArgs) -> Result<Kernel, String> {
         gdn_decode::run::kernel_for(&l.cfg, args, &l.schedule).map_err(|e| e.to_string())

@@ -5,6 +5,7 @@ use kda_host::HostTensor;
 use kda_ir::Kernel;
 use kda_split::{Arg, ArgError, KdaArgs, KdaConfig};
 
+use super::{Named, scalar};
 use crate::engine::Family;
 
 /// `schedule="auto"` (the tuned table, chosen per batch) or an explicit
@@ -54,59 +55,30 @@ impl Family for Kda {
     }
 
     fn assemble(&self, tensors: Vec<HostTensor>, scalars: &[f32]) -> KdaArgs {
-        let mut t = tensors.into_iter();
-        let mut next = || {
-            t.next()
-                .unwrap_or_else(|| HostTensor::zeros(kda_host::DType::F32, vec![0]))
-        };
-        let (x, weights, bias, conv_state, raw_gate, beta, a_log, dt_bias, slots, state) = (
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-        );
-        let (output, gate, norm_weight, f_b_weight) = (next(), next(), next(), next());
-        let accepted = (self.tokens > 1).then(next);
-        let s = |i: usize| scalars.get(i).copied().unwrap_or(0.0);
+        let mut t = Named::new(&self.params(), tensors);
         KdaArgs {
-            x,
-            weights,
-            bias,
-            conv_state,
-            raw_gate,
-            beta,
-            a_log,
-            dt_bias,
-            slots,
-            state,
-            output,
-            gate,
-            norm_weight,
-            lower_bound: s(0),
-            scale: s(1),
-            eps: s(2),
-            f_b_weight,
-            accepted,
+            x: t.take("x"),
+            weights: t.take("weights"),
+            bias: t.take("bias"),
+            conv_state: t.take("conv_state"),
+            raw_gate: t.take("raw_gate"),
+            beta: t.take("beta"),
+            a_log: t.take("a_log"),
+            dt_bias: t.take("dt_bias"),
+            slots: t.take("slots"),
+            state: t.take("state"),
+            output: t.take("output"),
+            gate: t.take("gate"),
+            norm_weight: t.take("norm_weight"),
+            lower_bound: scalar(scalars, 0),
+            scale: scalar(scalars, 1),
+            eps: scalar(scalars, 2),
+            f_b_weight: t.take("f_b_weight"),
+            accepted: t.optional("accepted"),
         }
     }
 
-    fn validate_layout(cfg: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
-        kda_split::validate_layout(cfg, args)
-    }
-
-    fn validate(cfg: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
-        kda_split::validate(cfg, args)
-    }
-
-    fn is_type_error(e: &ArgError) -> bool {
-        matches!(e, ArgError::Dtype { .. })
-    }
+    crate_checks!(kda_split, |cfg| cfg);
 
     fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, String> {
         kda_split::run::kernel_for(cfg, args).map_err(|e| e.to_string())

@@ -58,17 +58,7 @@ impl Family for Mamba2 {
         }
     }
 
-    fn validate_layout(cfg: &Mamba2Config, args: &Mamba2Args) -> Vec<ArgError> {
-        mamba2_decode::validate_layout(cfg, args)
-    }
-
-    fn validate(cfg: &Mamba2Config, args: &Mamba2Args) -> Vec<ArgError> {
-        mamba2_decode::validate(cfg, args)
-    }
-
-    fn is_type_error(e: &ArgError) -> bool {
-        matches!(e, ArgError::Dtype { .. })
-    }
+    crate_checks!(mamba2_decode, |cfg| cfg);
 
     /// What `mamba2_decode::run::prepare` builds and `Prepared::new`
     /// specialises.

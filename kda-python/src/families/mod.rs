@@ -1,5 +1,24 @@
 //! The kernel crates as [`crate::engine::Family`]s.
 
+/// A family's checks, the crate's own: `validate_layout`, `validate` and
+/// `is_type_error` of crate `$krate`, whose functions take the crate's
+/// config `$crate_cfg` (an expression of the family's `Config` `$cfg`).
+macro_rules! crate_checks {
+    ($krate:ident, |$cfg:ident| $crate_cfg:expr) => {
+        fn validate_layout($cfg: &Self::Config, args: &Self::Args) -> Vec<Self::Error> {
+            $krate::validate_layout($crate_cfg, args)
+        }
+
+        fn validate($cfg: &Self::Config, args: &Self::Args) -> Vec<Self::Error> {
+            $krate::validate($crate_cfg, args)
+        }
+
+        fn is_type_error(e: &Self::Error) -> bool {
+            matches!(e, $krate::ArgError::Dtype { .. })
+        }
+    };
+}
+
 pub mod gdn;
 pub mod kda;
 pub mod mamba2;

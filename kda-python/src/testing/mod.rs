@@ -1,20 +1,239 @@
-//! Test-only functions (underscore names, not part of the API), one set per
-//! kernel family: a case of the crate's seeded generator as raw storage the
-//! Python tests turn into arrays, the result of the crate's Rust run path
-//! on it, and the comparison of a result with the float64 reference. They
-//! let the pytest suite check the bindings' in-place path against the
-//! crate's own path bit for bit.
+//! Test-only functions (underscore names, not part of the API), the same
+//! for every kernel family (the instance passed says which): `_case`, a
+//! case of the crate's seeded generator as raw storage the Python tests
+//! turn into arrays, with the result of the crate's Rust run path on it;
+//! `_compare`, the comparison of a result with the float64 reference;
+//! `_compilations`, the kernels built in this process. They let the pytest
+//! suite check the bindings' in-place path against the crate's own path
+//! bit for bit.
 
 mod gdn;
 mod kda;
 mod mamba2;
 
 use half::bf16;
-use kda_host::{Actual, HostData, HostTensor};
-use kda_runtime::{CudaDevice, SimDevice};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use kda_host::{Actual, Expected, HostData, HostTensor, KernelArgs, Report};
+use kda_runtime::{Device, SimDevice};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::classes::{GdnDecode, KdaSplit, Mamba2Decode};
+use crate::engine::{Engine, Family};
+
+/// What the test functions need of a family beside its [`Family`] side:
+/// the crate's generator, run path, reference and comparison.
+trait Generated: Family {
+    /// Whether the generator makes write holes (`holes`).
+    const HOLES: bool;
+    /// Whether the generator adds spare conv and slot columns (`extra`).
+    const EXTRA: bool;
+    fn generate(&self, g: &Gen) -> Self::Args;
+    /// The argument `name` of a generated case.
+    fn item<'a>(args: &'a Self::Args, name: &str) -> Option<Item<'a>>;
+    /// The crate's Rust run path.
+    fn run<D: Device>(dev: &D, cfg: &Self::Config, args: &Self::Args) -> Result<Actual, String>;
+    fn reference(cfg: &Self::Config, args: &Self::Args) -> Result<Expected, String>;
+    fn compare(
+        cfg: &Self::Config,
+        args: &Self::Args,
+        actual: &Actual,
+        expected: &Expected,
+    ) -> Report;
+}
+
+/// The generator's options, as the test functions take them.
+struct Gen {
+    requests: usize,
+    seed: u64,
+    padding: f64,
+    /// Left out: the generator's default where it makes holes.
+    holes: Option<f64>,
+    conv_sd: bool,
+    weights_f32: bool,
+    extra: bool,
+}
+
+impl Gen {
+    /// The options with `holes` resolved for family `F`; options its
+    /// generator lacks, and probabilities outside [0, 1], refused.
+    fn of<F: Generated>(&self) -> PyResult<Gen> {
+        if self.holes.is_some() && !F::HOLES {
+            return Err(PyValueError::new_err(format!(
+                "holes: {}'s generator makes no write holes",
+                F::CLASS
+            )));
+        }
+        if self.extra && !F::EXTRA {
+            return Err(PyValueError::new_err(format!(
+                "extra: {}'s generator adds no spare columns",
+                F::CLASS
+            )));
+        }
+        let holes = self.holes.unwrap_or(if F::HOLES { 0.25 } else { 0.0 });
+        for (name, p) in [("padding", self.padding), ("holes", holes)] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(PyValueError::new_err(format!(
+                    "{name}: a probability in [0, 1]; got {p}"
+                )));
+            }
+        }
+        Ok(Gen {
+            holes: Some(holes),
+            ..*self
+        })
+    }
+
+    /// The resolved `holes` (see [`Gen::of`]).
+    fn holes(&self) -> f64 {
+        self.holes.unwrap_or(0.0)
+    }
+}
+
+/// The crate's conv layout enum's value for `conv_sd`.
+fn conv_layout<L>(g: &Gen, sd: L, ds: L) -> L {
+    if g.conv_sd { sd } else { ds }
+}
+
+/// `engine`'s configuration for `requests` requests.
+fn config<F: Family>(engine: &Engine<F>, requests: usize) -> PyResult<F::Config> {
+    engine
+        .family
+        .config(requests.max(1) as u32)
+        .map_err(PyValueError::new_err)
+}
+
+/// The case's arguments (see `case_list`) and, with `run`, what the
+/// crate's run path writes on `device`.
+fn case<'py, F: Generated>(
+    py: Python<'py>,
+    engine: &Engine<F>,
+    g: &Gen,
+    run: bool,
+    device: &str,
+) -> PyResult<(Bound<'py, PyList>, Option<Bound<'py, PyDict>>)> {
+    let g = &g.of::<F>()?;
+    let args = engine.family.generate(g);
+    let list = case_list(py, &engine.family.params(), |name| F::item(&args, name))?;
+    if !run {
+        return Ok((list, None));
+    }
+    let cfg = config(engine, g.requests)?;
+    let actual = run_on::<F>(device, &cfg, &args)?;
+    Ok((list, Some(actual_dict(py, &actual)?)))
+}
+
+/// `(passed, report)` of a result against the f64 reference of its case.
+fn compare<F: Generated>(
+    engine: &Engine<F>,
+    g: &Gen,
+    written: [&[u8]; 3],
+) -> PyResult<(bool, String)> {
+    let g = &g.of::<F>()?;
+    let args = engine.family.generate(g);
+    let cfg = config(engine, g.requests)?;
+    let expected = F::reference(&cfg, &args)
+        .map_err(|e| PyValueError::new_err(format!("the case is not a valid launch: {e}")))?;
+    let named = args.named_tensors();
+    let counts = args.written().map(|i| named[i].1.numel());
+    let [output, state, conv_state] = written;
+    let actual = actual_from(output, state, conv_state, counts)?;
+    let report = F::compare(&cfg, &args, &actual, &expected);
+    Ok((report.passed(), report.to_string()))
+}
+
+/// `$body` with `$engine` the engine of `$k`, whichever class it is.
+macro_rules! with_engine {
+    ($k:expr, |$engine:ident| $body:expr) => {
+        if let Ok(c) = $k.cast::<KdaSplit>() {
+            let $engine = c.get().engine();
+            $body
+        } else if let Ok(c) = $k.cast::<GdnDecode>() {
+            let $engine = c.get().engine();
+            $body
+        } else if let Ok(c) = $k.cast::<Mamba2Decode>() {
+            let $engine = c.get().engine();
+            $body
+        } else {
+            Err(PyTypeError::new_err(
+                "k: a KdaSplit, GdnDecode or Mamba2Decode",
+            ))
+        }
+    };
+}
+
+/// A generated case for `k`'s configuration: `(arguments, rust)`, the
+/// arguments in positional order as `(name, "tensor", {dtype, shape,
+/// strides, storage})` or `(name, "scalar", value)`, and what the crate's
+/// run path (`kda_split::run`, `gdn_decode::run::run_with` with `k`'s
+/// lanes, `mamba2_decode::run::run`) writes (row-major bytes) on the
+/// simulator or, with `device="cuda"`, on GPU 0 (uploaded copies), or
+/// `None` with `run=False`. `holes` (KdaSplit, GdnDecode; default 0.25)
+/// and `extra` (GdnDecode: a spare conv and slot column, Mamba2Decode: a
+/// spare conv column) only where the crate's generator has them.
+#[pyfunction]
+#[pyo3(signature = (k, requests, seed = 0, padding = 0.25, holes = None, conv_sd = false, weights_f32 = false, extra = false, run = true, device = "sim"))]
+#[allow(clippy::too_many_arguments)]
+fn _case<'py>(
+    k: &Bound<'py, PyAny>,
+    requests: usize,
+    seed: u64,
+    padding: f64,
+    holes: Option<f64>,
+    conv_sd: bool,
+    weights_f32: bool,
+    extra: bool,
+    run: bool,
+    device: &str,
+) -> PyResult<(Bound<'py, PyList>, Option<Bound<'py, PyDict>>)> {
+    let g = Gen {
+        requests,
+        seed,
+        padding,
+        holes,
+        conv_sd,
+        weights_f32,
+        extra,
+    };
+    with_engine!(k, |e| case(k.py(), e, &g, run, device))
+}
+
+/// Compare a result (row-major bytes of output, state, conv_state) of the
+/// case `_case(k, requests, seed, ...)` with the float64 reference and the
+/// crate's tolerances: `(passed, report)`.
+#[pyfunction]
+#[pyo3(signature = (k, requests, output, state, conv_state, seed = 0, padding = 0.25, holes = None, conv_sd = false, weights_f32 = false, extra = false))]
+#[allow(clippy::too_many_arguments)]
+fn _compare(
+    k: &Bound<'_, PyAny>,
+    requests: usize,
+    output: &[u8],
+    state: &[u8],
+    conv_state: &[u8],
+    seed: u64,
+    padding: f64,
+    holes: Option<f64>,
+    conv_sd: bool,
+    weights_f32: bool,
+    extra: bool,
+) -> PyResult<(bool, String)> {
+    let g = Gen {
+        requests,
+        seed,
+        padding,
+        holes,
+        conv_sd,
+        weights_f32,
+        extra,
+    };
+    with_engine!(k, |e| compare(e, &g, [output, state, conv_state]))
+}
+
+/// Kernels built and loaded in this process so far, by every instance.
+#[pyfunction]
+fn _compilations() -> usize {
+    crate::engine::compiled()
+}
 
 fn storage(t: &HostTensor) -> Vec<u8> {
     match t.data() {
@@ -107,22 +326,20 @@ fn actual_from(
 
 /// The crate's run on the simulator (`device="sim"`) or on GPU 0
 /// (`"cuda"`, uploaded copies).
-fn run_on<E: std::fmt::Display>(
-    device: &str,
-    sim: impl FnOnce(&SimDevice) -> Result<Actual, E>,
-    cuda: impl FnOnce(&CudaDevice) -> Result<Actual, E>,
-) -> PyResult<Actual> {
-    let failed = |e: E| PyRuntimeError::new_err(e.to_string());
+fn run_on<F: Generated>(device: &str, cfg: &F::Config, args: &F::Args) -> PyResult<Actual> {
     match device {
-        "sim" => sim(&SimDevice::new()).map_err(failed),
+        "sim" => F::run(&SimDevice::new(), cfg, args),
         "cuda" => {
             let g = crate::gpu::gpu(0).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-            cuda(&g.dev).map_err(failed)
+            F::run(&g.dev, cfg, args)
         }
-        other => Err(PyValueError::new_err(format!(
-            "device: \"sim\" or \"cuda\"; got {other:?}"
-        ))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "device: \"sim\" or \"cuda\"; got {other:?}"
+            )));
+        }
     }
+    .map_err(PyRuntimeError::new_err)
 }
 
 /// The spec's tolerances: relative Frobenius errors allowed for the bf16
@@ -133,9 +350,9 @@ fn _tolerances() -> (f64, f64) {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    kda::register(m)?;
-    gdn::register(m)?;
-    mamba2::register(m)?;
+    m.add_function(wrap_pyfunction!(_case, m)?)?;
+    m.add_function(wrap_pyfunction!(_compare, m)?)?;
+    m.add_function(wrap_pyfunction!(_compilations, m)?)?;
     m.add_function(wrap_pyfunction!(_tolerances, m)?)?;
     Ok(())
 }
