@@ -10,7 +10,8 @@
 //! `c, c + g, ..` of a runtime tile count, iteration `i` in stage
 //! `i % stages`. The phases of both rings are loop-carried bits the compiler
 //! keeps; `empty` is declared `released`, so the producer's first lap over
-//! the ring passes its waits at once.
+//! the ring passes its waits at once. Input and output are touched once, so
+//! both go through L2 with the evict-first policy.
 use kda::cluster_kernel;
 
 /// Floats per tile (one bulk copy, 16 KiB).
@@ -74,7 +75,8 @@ pub fn pipelined_copy(
                 bulk_copy!(
                     ring[[s, 0]] = x[[first + i * step, 0]],
                     bytes = TILE * 4,
-                    completes = full[s]
+                    completes = full[s],
+                    evict_first
                 );
             }
         }
@@ -88,7 +90,7 @@ pub fn pipelined_copy(
             for j in 0..TILE / (4 * CONSUMERS) {
                 let col = (j * CONSUMERS + c) * 4;
                 let v = ring.load4([s, col]).lanes();
-                y.store([t, col], pack(v.map(|e| e * a + b)));
+                y.evict_first().store([t, col], pack(v.map(|e| e * a + b)));
             }
             empty[s].arrive();
         }
