@@ -10,12 +10,7 @@ use crate::families::gdn::Gdn;
 family_class! {
     /// The gated delta net (Qwen3-Next GDN) decode / spec-verify step (crate
     /// `gdn_decode`).
-    GdnDecode(Gdn),
-    call_doc = "Launch in place on the positional arguments of the crate doc's §1.",
-    ptx_doc = "The PTX of the kernel last launched, or (with `requests`, or before\n\
-        any launch) of the one for contiguous tensors. The kernel does not\n\
-        depend on the batch size.",
-    {
+    GdnDecode(Gdn), {
         #[new]
         #[pyo3(signature = (num_k_heads, num_v_heads, tokens = 1, has_bias = false, lanes = 16))]
         fn new(

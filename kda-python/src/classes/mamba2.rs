@@ -10,12 +10,7 @@ use crate::families::mamba2::Mamba2;
 
 family_class! {
     /// The Mamba-2 decode step (crate `mamba2_decode`).
-    Mamba2Decode(Mamba2),
-    call_doc = "Launch in place on the positional arguments of the crate doc's §1.",
-    ptx_doc = "The PTX of the kernel last launched, or (with `requests`, or before\n\
-        any launch) of the one for contiguous tensors. The kernel does not\n\
-        depend on the batch size.",
-    {
+    Mamba2Decode(Mamba2), {
         #[new]
         #[pyo3(signature = (heads, n_groups = 1, head_dim = 64, d_state = 128, has_z = true, has_d = true, has_conv_bias = true))]
         fn new(

@@ -10,6 +10,22 @@
 /// per class (several need its `multiple-pymethods` feature and the
 /// `inventory` crate), hence one macro writing the whole block.
 macro_rules! family_class {
+    // A decode crate's kernel: arguments in its crate doc, one kernel for
+    // every batch size.
+    (
+        $(#[$class_doc:meta])*
+        $class:ident($family:ty), { $($methods:tt)* }
+    ) => {
+        family_class! {
+            $(#[$class_doc])*
+            $class($family),
+            call_doc = "Launch in place on the positional arguments of the crate doc's §1.",
+            ptx_doc = "The PTX of the kernel last launched, or (with `requests`, or before\n\
+                any launch) of the one for contiguous tensors. The kernel does not\n\
+                depend on the batch size.",
+            { $($methods)* }
+        }
+    };
     (
         $(#[$class_doc:meta])*
         $class:ident($family:ty), call_doc = $call_doc:literal, ptx_doc = $ptx_doc:literal,

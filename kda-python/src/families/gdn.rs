@@ -3,7 +3,7 @@
 //! `tokens > 1`.
 
 use gdn_decode::kernel::{BuildError, MAX_GROUP, Schedule};
-use gdn_decode::{Arg, ArgError, ConvLayout, GdnArgs, GdnConfig, GenOptions};
+use gdn_decode::{Arg, ConvLayout, GdnArgs, GdnConfig, GenOptions};
 use kda_host::HostTensor;
 use kda_ir::Kernel;
 
@@ -54,7 +54,7 @@ impl Gdn {
 impl Family for Gdn {
     type Config = GdnLaunch;
     type Args = GdnArgs;
-    type Error = ArgError;
+    crate_checks!(gdn_decode, |l| &l.cfg);
     const CLASS: &'static str = "GdnDecode";
 
     fn params(&self) -> Vec<(&'static str, bool)> {
@@ -98,8 +98,6 @@ impl Family for Gdn {
             accepted: t.optional("accepted"),
         }
     }
-
-    crate_checks!(gdn_decode, |l| &l.cfg);
 
     fn kernel_for(l: &GdnLaunch, args: &GdnArgs) -> Result<Kernel, String> {
         gdn_decode::run::kernel_for(&l.cfg, args, &l.schedule).map_err(|e| e.to_string())

@@ -3,7 +3,7 @@
 
 use kda_host::HostTensor;
 use kda_ir::Kernel;
-use kda_split::{Arg, ArgError, KdaArgs, KdaConfig};
+use kda_split::{Arg, KdaArgs, KdaConfig};
 
 use super::{Named, scalar};
 use crate::engine::Family;
@@ -27,7 +27,7 @@ pub struct Kda {
 impl Family for Kda {
     type Config = KdaConfig;
     type Args = KdaArgs;
-    type Error = ArgError;
+    crate_checks!(kda_split, |cfg| cfg);
     const CLASS: &'static str = "KdaSplit";
 
     fn params(&self) -> Vec<(&'static str, bool)> {
@@ -77,8 +77,6 @@ impl Family for Kda {
             accepted: t.optional("accepted"),
         }
     }
-
-    crate_checks!(kda_split, |cfg| cfg);
 
     fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, String> {
         kda_split::run::kernel_for(cfg, args).map_err(|e| e.to_string())

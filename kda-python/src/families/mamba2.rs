@@ -5,7 +5,7 @@
 use kda_host::{DType, HostTensor, KernelArgs};
 use kda_ir::Kernel;
 use mamba2_decode::kernel::{Plan, build};
-use mamba2_decode::{Arg, ArgError, ConvLayout, GenOptions, Mamba2Args, Mamba2Config};
+use mamba2_decode::{Arg, ConvLayout, GenOptions, Mamba2Args, Mamba2Config};
 
 use super::Named;
 use crate::engine::Family;
@@ -17,7 +17,7 @@ pub struct Mamba2 {
 impl Family for Mamba2 {
     type Config = Mamba2Config;
     type Args = Mamba2Args;
-    type Error = ArgError;
+    crate_checks!(mamba2_decode, |cfg| cfg);
     const CLASS: &'static str = "Mamba2Decode";
 
     fn params(&self) -> Vec<(&'static str, bool)> {
@@ -57,8 +57,6 @@ impl Family for Mamba2 {
             output: t.take("output"),
         }
     }
-
-    crate_checks!(mamba2_decode, |cfg| cfg);
 
     /// What `mamba2_decode::run::prepare` builds and `Prepared::new`
     /// specialises.

@@ -1,10 +1,13 @@
 //! The kernel crates as [`crate::engine::Family`]s.
 
-/// A family's checks, the crate's own: `validate_layout`, `validate` and
-/// `is_type_error` of crate `$krate`, whose functions take the crate's
-/// config `$crate_cfg` (an expression of the family's `Config` `$cfg`).
+/// A family's checks, the crate's own: its `ArgError` as the `Error`, and
+/// `validate_layout`, `validate` and `is_type_error` of crate `$krate`,
+/// whose functions take the crate's config `$crate_cfg` (an expression of
+/// the family's `Config` `$cfg`).
 macro_rules! crate_checks {
     ($krate:ident, |$cfg:ident| $crate_cfg:expr) => {
+        type Error = $krate::ArgError;
+
         fn validate_layout($cfg: &Self::Config, args: &Self::Args) -> Vec<Self::Error> {
             $krate::validate_layout($crate_cfg, args)
         }

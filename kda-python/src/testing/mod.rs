@@ -55,6 +55,38 @@ struct Gen {
 }
 
 impl Gen {
+    /// The options of `_case` / `_compare` (keywords), the rest at their
+    /// defaults; an unknown keyword is a `TypeError`.
+    fn from_options(requests: usize, options: Option<&Bound<'_, PyDict>>) -> PyResult<Gen> {
+        let mut g = Gen {
+            requests,
+            seed: 0,
+            padding: 0.25,
+            holes: None,
+            conv_sd: false,
+            weights_f32: false,
+            extra: false,
+        };
+        for (key, value) in options.into_iter().flatten() {
+            let key: String = key.extract()?;
+            let bad = |_| PyTypeError::new_err(format!("{key}: wrong type"));
+            match key.as_str() {
+                "seed" => g.seed = value.extract().map_err(bad)?,
+                "padding" => g.padding = value.extract().map_err(bad)?,
+                "holes" => g.holes = value.extract().map_err(bad)?,
+                "conv_sd" => g.conv_sd = value.extract().map_err(bad)?,
+                "weights_f32" => g.weights_f32 = value.extract().map_err(bad)?,
+                "extra" => g.extra = value.extract().map_err(bad)?,
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "unexpected keyword argument {key:?}"
+                    )));
+                }
+            }
+        }
+        Ok(g)
+    }
+
     /// The options with `holes` resolved for family `F`; options its
     /// generator lacks, and probabilities outside [0, 1], refused.
     fn of<F: Generated>(&self) -> PyResult<Gen> {
@@ -168,64 +200,38 @@ macro_rules! with_engine {
 /// run path (`kda_split::run`, `gdn_decode::run::run_with` with `k`'s
 /// lanes, `mamba2_decode::run::run`) writes (row-major bytes) on the
 /// simulator or, with `device="cuda"`, on GPU 0 (uploaded copies), or
-/// `None` with `run=False`. `holes` (KdaSplit, GdnDecode; default 0.25)
-/// and `extra` (GdnDecode: a spare conv and slot column, Mamba2Decode: a
-/// spare conv column) only where the crate's generator has them.
+/// `None` with `run=False`. The generator's options (keywords, see
+/// [`Gen::from_options`]): `seed=0`, `padding=0.25`, `holes=0.25`
+/// (KdaSplit, GdnDecode), `conv_sd=False`, `weights_f32=False`,
+/// `extra=False` (GdnDecode: a spare conv and slot column, Mamba2Decode: a
+/// spare conv column).
 #[pyfunction]
-#[pyo3(signature = (k, requests, seed = 0, padding = 0.25, holes = None, conv_sd = false, weights_f32 = false, extra = false, run = true, device = "sim"))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (k, requests, run = true, device = "sim", **options))]
 fn _case<'py>(
     k: &Bound<'py, PyAny>,
     requests: usize,
-    seed: u64,
-    padding: f64,
-    holes: Option<f64>,
-    conv_sd: bool,
-    weights_f32: bool,
-    extra: bool,
     run: bool,
     device: &str,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyList>, Option<Bound<'py, PyDict>>)> {
-    let g = Gen {
-        requests,
-        seed,
-        padding,
-        holes,
-        conv_sd,
-        weights_f32,
-        extra,
-    };
+    let g = Gen::from_options(requests, options)?;
     with_engine!(k, |e| case(k.py(), e, &g, run, device))
 }
 
 /// Compare a result (row-major bytes of output, state, conv_state) of the
-/// case `_case(k, requests, seed, ...)` with the float64 reference and the
+/// case `_case(k, requests, **options)` with the float64 reference and the
 /// crate's tolerances: `(passed, report)`.
 #[pyfunction]
-#[pyo3(signature = (k, requests, output, state, conv_state, seed = 0, padding = 0.25, holes = None, conv_sd = false, weights_f32 = false, extra = false))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (k, requests, output, state, conv_state, **options))]
 fn _compare(
     k: &Bound<'_, PyAny>,
     requests: usize,
     output: &[u8],
     state: &[u8],
     conv_state: &[u8],
-    seed: u64,
-    padding: f64,
-    holes: Option<f64>,
-    conv_sd: bool,
-    weights_f32: bool,
-    extra: bool,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(bool, String)> {
-    let g = Gen {
-        requests,
-        seed,
-        padding,
-        holes,
-        conv_sd,
-        weights_f32,
-        extra,
-    };
+    let g = Gen::from_options(requests, options)?;
     with_engine!(k, |e| compare(e, &g, [output, state, conv_state]))
 }
 
