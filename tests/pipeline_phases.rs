@@ -36,19 +36,19 @@ fn nested(#[align(16)] x: Tensor<f32, rows, 128>, y: Tensor<f32, rows, 128>, n: 
                 full.arm();
                 bulk_copy!(tile[0] = x[[r, 0]], bytes = 512, completes = full);
             }
-            r = r + 1;
+            r += 1;
         }
     });
     in_role!(consumer, {
         for i in range(0, n) {
             for j in range(0, m) {
                 let r = i * m + j;
-                // Odd rows wait in the branch, even rows after it: both
-                // paths advance the phase once.
+                // Each branch waits: both paths advance the phase once.
                 if r % 2 == 1 {
                     full.wait();
                 } else {
                     full.wait();
+                    fence_proxy_async();
                 }
                 for e in 0..4 {
                     y[[r, 4 * lane + e]] = tile[4 * lane + e] + 1.0;
