@@ -256,6 +256,13 @@ pub(crate) enum Ins {
         ring: Option<Ring>,
     },
     Nop,
+    /// `cp.async.commit_group` (the simulator's copies are done at once;
+    /// the race detector counts the groups).
+    CpCommit,
+    /// `cp.async.wait_group n`.
+    CpWait {
+        n: u32,
+    },
     PdlWait,
     ClusterArrive,
     ClusterWait,
@@ -361,7 +368,14 @@ pub(crate) struct Program {
     pub lanes: Vec<u32>,
     /// Whether each tensor is produced by the preceding launch.
     pub produced: Vec<bool>,
+    /// The innermost role region around each op (`NO_ROLE`: none).
+    pub role_at: Vec<u32>,
+    /// The smallest shared-memory access in bytes (the race detector's granule).
+    pub min_shared_access: u32,
 }
+
+/// `Program::role_at` of an op outside every role region.
+pub(crate) const NO_ROLE: u32 = u32::MAX;
 
 impl Program {
     pub fn loc_of(&self, pc: usize) -> &kda_ir::Loc {
@@ -370,6 +384,20 @@ impl Program {
 
     pub fn op_name(&self, pc: usize) -> &'static str {
         self.kernel.insts[self.origin[pc]].op.name()
+    }
+
+    /// The role an op runs in: the innermost role region around it, else
+    /// the first role warp `warp` has a thread in.
+    pub fn role_name(&self, pc: usize, warp: u32) -> Option<String> {
+        let k = &self.kernel;
+        match self.role_at.get(pc) {
+            Some(&r) if r != NO_ROLE => Some(k.roles[kda_ir::Role::from_u32(r)].name.clone()),
+            _ => k
+                .roles
+                .values()
+                .find(|r| (0..32).any(|l| r.contains(warp * 32 + l)))
+                .map(|r| r.name.clone()),
+        }
     }
 }
 
@@ -992,7 +1020,8 @@ impl<'k> Emit<'k> {
             // orders nothing further (the verifier keeps it out of
             // lane-divergent code).
             Op::FenceMbarInit | Op::FenceProxyAsync | Op::GridDepLaunch | Op::WarpSync => Ins::Nop,
-            Op::CpAsyncCommit | Op::CpAsyncWait(_) => Ins::Nop,
+            Op::CpAsyncCommit => Ins::CpCommit,
+            Op::CpAsyncWait(n) => Ins::CpWait { n },
             Op::GridDepWait => Ins::PdlWait,
             Op::ClusterArrive { .. } => Ins::ClusterArrive,
             Op::ClusterWait => Ins::ClusterWait,
@@ -1120,7 +1149,29 @@ pub(crate) fn decode(k: &Kernel) -> Result<Program, SimError> {
         .values()
         .map(|t| t.provenance == Provenance::Produced)
         .collect();
+    let mut role_at = vec![NO_ROLE; e.code.len()];
+    for (pc, ins) in e.code.iter().enumerate() {
+        if let &Ins::RoleBegin { end_pc, .. } = ins
+            && let Op::InRole { role, .. } = k.insts[e.origin[pc]].op
+        {
+            // Later (inner) regions overwrite the outer ones they sit in.
+            role_at[pc..=end_pc as usize].fill(role.as_u32());
+        }
+    }
+    let min_shared_access = e
+        .code
+        .iter()
+        .filter_map(|i| match *i {
+            Ins::LdShared { bytes, .. }
+            | Ins::StShared { bytes, .. }
+            | Ins::StAsync { bytes, .. } => Some(bytes),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(4);
     Ok(Program {
+        role_at,
+        min_shared_access,
         code: e.code,
         origin: e.origin,
         reg_words: e.alloc.next.max(1),

@@ -226,6 +226,9 @@ pub struct BlockedWarp {
     pub wait: WaitOn,
     /// Source line of the wait.
     pub loc: Loc,
+    /// The kernel role the wait is in (the innermost `in_role!` around it,
+    /// else a role the warp belongs to), if any.
+    pub role: Option<String>,
 }
 
 impl fmt::Display for BlockedWarp {
@@ -278,7 +281,11 @@ impl fmt::Display for BlockedWarp {
                 expected,
             } => write!(f, "bar.sync {id}: {arrived}/{expected} threads arrived")?,
         }
-        write!(f, " at {}", self.loc)
+        write!(f, " at {}", self.loc)?;
+        if let Some(r) = &self.role {
+            write!(f, ", in role `{r}`")?;
+        }
+        Ok(())
     }
 }
 
@@ -316,6 +323,188 @@ impl fmt::Display for Deadlock {
     }
 }
 
+/// How an access touched shared memory, for race reports.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AccessKind {
+    /// A load (`ld.shared`).
+    Read,
+    /// A plain store (`st.shared`).
+    Write,
+    /// An asynchronous write (`st.async` into a peer's or one's own shared
+    /// memory, `cp.async.bulk`) whose bytes count toward a phase of an
+    /// mbarrier: visible to a warp only after it waits for that phase.
+    AsyncWrite {
+        /// The mbarrier's declared name.
+        barrier: String,
+        /// Rank of the CTA that owns the mbarrier (and the written memory).
+        rank: u32,
+        /// The phase the write's transaction bytes count toward.
+        phase: u32,
+    },
+    /// A `cp.async`: visible to its warp after the `cp.async.wait_group`
+    /// that completes its commit group.
+    CpAsync {
+        /// The warp's commit group it belongs to (0: the first).
+        group: u32,
+    },
+}
+
+impl fmt::Display for AccessKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AccessKind::Read => f.write_str("read"),
+            AccessKind::Write => f.write_str("write"),
+            AccessKind::AsyncWrite {
+                barrier,
+                rank,
+                phase,
+            } => write!(
+                f,
+                "asynchronous write completing phase {phase} of mbarrier `{barrier}` of CTA rank {rank}"
+            ),
+            AccessKind::CpAsync { group } => write!(f, "cp.async write in commit group {group}"),
+        }
+    }
+}
+
+/// One side of a race.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RaceAccess {
+    /// What the access did.
+    pub kind: AccessKind,
+    /// Who made it (CTA, warp; the lane for the access that found the race)
+    /// and its source line.
+    pub site: Site,
+    /// The kernel role the access is in, if any.
+    pub role: Option<String>,
+}
+
+impl fmt::Display for RaceAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} by {}", self.kind, self.site)?;
+        if let Some(r) = &self.role {
+            write!(f, " in role `{r}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// Which kind of conflict a race is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RaceKind {
+    /// The earlier access is an asynchronous write that the later warp has
+    /// not made visible to itself (no wait on the phase or `cp.async`
+    /// group that covers it is ordered before the later access).
+    Unwaited,
+    /// A write, then a read not ordered after it.
+    WriteRead,
+    /// A read, then a write not ordered after it.
+    ReadWrite,
+    /// Two writes, the later not ordered after the earlier.
+    WriteWrite,
+}
+
+/// Two accesses to the same shared-memory bytes, by different warps (or an
+/// asynchronous write and any warp), at least one a write, with no
+/// synchronisation ordering the first before the second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedRace {
+    /// What conflicts with what.
+    pub kind: RaceKind,
+    /// The shared buffer's declared name.
+    pub buffer: String,
+    /// Rank of the CTA whose shared memory holds the bytes.
+    pub rank: u32,
+    /// First byte of the conflicting range, from the start of the buffer.
+    pub start: u32,
+    /// One past the last byte of the range.
+    pub end: u32,
+    /// The earlier access (its lane is not recorded).
+    pub earlier: RaceAccess,
+    /// The later access, which found the race.
+    pub later: RaceAccess,
+}
+
+impl fmt::Display for SharedRace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.kind {
+            RaceKind::Unwaited => {
+                "the later warp has not waited for the phase (or cp.async group) that makes the earlier write visible"
+            }
+            RaceKind::WriteRead => "a read not ordered after the write by any barrier",
+            RaceKind::ReadWrite => "a write not ordered after the read by any barrier",
+            RaceKind::WriteWrite => "two writes not ordered by any barrier",
+        };
+        write!(
+            f,
+            "data race on shared buffer `{}` of CTA rank {}, bytes {}..{}: {why}\n  earlier: {}\n  later:   {}",
+            self.buffer, self.rank, self.start, self.end, self.earlier, self.later
+        )
+    }
+}
+
+/// What was left unfinished on an mbarrier when its CTA exited.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AtExit {
+    /// The current phase still expects transaction bytes: a send or copy
+    /// is (or would be) still writing into the exited CTA's shared memory.
+    TxIncoming {
+        /// The phase the bytes are armed in.
+        phase: u32,
+        /// Bytes armed by `expect_tx` in the phase.
+        expected: u64,
+        /// Bytes arrived so far.
+        arrived: u64,
+    },
+    /// A phase that carried transaction bytes completed after the last wait
+    /// any warp of the CTA made on the barrier: data was delivered that
+    /// nobody waited for (and so nobody may read).
+    Unwaited {
+        /// The last such phase.
+        phase: u32,
+    },
+}
+
+/// A CTA exited with an mbarrier in an unfinished state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarrierAtExit {
+    /// The barrier's declared name.
+    pub barrier: String,
+    /// Rank of the CTA that owns it.
+    pub rank: u32,
+    /// What was unfinished.
+    pub issue: AtExit,
+    /// The exit of the CTA's last warp (its source line is the kernel's end).
+    pub site: Site,
+    /// The barrier's declaration.
+    pub decl: Loc,
+}
+
+impl fmt::Display for BarrierAtExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CTA rank {} exits with mbarrier `{}` (declared at {}) unfinished: ",
+            self.rank, self.barrier, self.decl
+        )?;
+        match self.issue {
+            AtExit::TxIncoming {
+                phase,
+                expected,
+                arrived,
+            } => write!(
+                f,
+                "phase {phase} still has transaction bytes incoming ({arrived} of {expected} arrived)"
+            )?,
+            AtExit::Unwaited { phase } => write!(
+                f,
+                "phase {phase} delivered transaction bytes but no warp waited for it"
+            )?,
+        }
+        write!(f, "; last warp exits at {}", self.site)
+    }
+}
+
 /// Why the simulator stopped.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SimError {
@@ -334,6 +523,14 @@ pub enum SimError {
     #[error("{0}")]
     /// A barrier used against its rules.
     Barrier(Box<BarrierMisuse>),
+    #[error("{0}")]
+    /// Conflicting shared-memory accesses not ordered by synchronisation
+    /// (found by the race detector, `SimOptions::race_check`).
+    Race(Box<SharedRace>),
+    #[error("{0}")]
+    /// A CTA exited with transactions incoming or delivered data unwaited
+    /// (found by the race detector).
+    AtExit(Box<BarrierAtExit>),
     /// A `produced` tensor was read before `griddepcontrol.wait` in a PDL launch.
     #[error(
         "tensor `{tensor}` is produced by the preceding launch but is read before the PDL wait, by {site}"

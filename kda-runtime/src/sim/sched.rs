@@ -21,7 +21,10 @@ use super::decode::{Ins, Program};
 use super::exec::{self, Cluster, Cta, Stop, Warp};
 use super::mbarrier::{ClusterBar, Mbar, Named};
 use super::memory::TensorView;
-use super::report::{BlockedWarp, Deadlock, SimError, Site, TxOverflow, WaitOn};
+use super::race::Race;
+use super::report::{
+    AtExit, BarrierAtExit, BlockedWarp, Deadlock, SimError, Site, TxOverflow, WaitOn,
+};
 
 /// SplitMix64: a tiny, good-enough generator for interleavings.
 pub(crate) struct Rng(u64);
@@ -47,6 +50,7 @@ pub(crate) struct Runner {
     warps: Vec<Warp>,
     ctas: Vec<Cta>,
     order: Vec<usize>,
+    race: Race,
 }
 
 /// What one launch gives every cluster.
@@ -60,7 +64,7 @@ pub(crate) struct LaunchCtx<'a> {
 }
 
 impl Runner {
-    pub fn new(prog: &Program) -> Runner {
+    pub fn new(prog: &Program, race_check: bool) -> Runner {
         let c = prog.kernel.launch.cluster.max(1);
         let mut warps = vec![];
         for r in 0..c {
@@ -78,10 +82,20 @@ impl Runner {
                 live: 0,
             })
             .collect();
+        let gran = if prog.min_shared_access < 4 { 2 } else { 4 };
+        let race = Race::new(
+            race_check,
+            c,
+            prog.warps,
+            prog.kernel.barriers.len(),
+            prog.layout.bytes,
+            gran,
+        );
         Runner {
             order: (0..warps.len()).collect(),
             warps,
             ctas,
+            race,
         }
     }
 
@@ -111,6 +125,7 @@ impl Runner {
         for (i, o) in self.order.iter_mut().enumerate() {
             *o = i;
         }
+        self.race.reset();
         let mut cx = Cluster {
             ctas: std::mem::take(&mut self.ctas),
             cbar: ClusterBar {
@@ -122,9 +137,11 @@ impl Runner {
             grid: lx.grid,
             index,
             check_pdl: lx.check_pdl,
+            race: std::mem::take(&mut self.race),
         };
         let res = self.schedule(lx, &mut cx);
         self.ctas = cx.ctas;
+        self.race = cx.race;
         res
     }
 
@@ -172,6 +189,8 @@ impl Runner {
                 progress |= n > 0;
                 if stop != Stop::Done {
                     alive += 1;
+                } else if cx.race.on && cx.ctas[w.rank as usize].live == 0 {
+                    check_exit(prog, w, cx)?;
                 }
                 if steps >= opts.max_steps && stop != Stop::Done {
                     return Err(SimError::StepLimit {
@@ -262,6 +281,7 @@ impl Runner {
                 lanes: w.active,
                 wait,
                 loc: prog.loc_of(pc).clone(),
+                role: prog.role_name(pc, w.warp),
             });
         }
         SimError::Deadlock(Box::new(Deadlock {
@@ -291,6 +311,49 @@ impl Held {
             Held::Warp(i) => i == index,
         }
     }
+}
+
+/// The last warp of a CTA exited (`w`): none of the CTA's mbarriers may
+/// still expect transaction bytes, and on a barrier the CTA waits on, no
+/// phase that delivered bytes may have completed after the last wait.
+fn check_exit(prog: &Program, w: &Warp, cx: &Cluster<'_>) -> Result<(), SimError> {
+    let k = &prog.kernel;
+    let cta = &cx.ctas[w.rank as usize];
+    let nb = cta.mbar.len();
+    for (b, m) in cta.mbar.iter().enumerate() {
+        let i = w.rank as usize * nb + b;
+        let issue = if m.init && m.tx > 0 {
+            AtExit::TxIncoming {
+                phase: m.phase,
+                expected: m.expected,
+                arrived: m.delivered,
+            }
+        } else if cx.race.waited[i] && cx.race.tx_done[i] > cx.race.acquired[i] {
+            AtExit::Unwaited {
+                phase: cx.race.tx_done[i] - 1,
+            }
+        } else {
+            continue;
+        };
+        let decl = &k.barriers[kda_ir::Barrier::from_u32(b as u32)];
+        let pc = w.pc as usize;
+        return Err(SimError::AtExit(Box::new(BarrierAtExit {
+            barrier: decl.name.clone(),
+            rank: w.rank,
+            issue,
+            site: Site {
+                loc: prog.loc_of(pc).clone(),
+                op: "exit",
+                cluster: cx.index,
+                block: cta.block,
+                rank: w.rank,
+                warp: w.warp,
+                lane: None,
+            },
+            decl: decl.loc.clone(),
+        })));
+    }
+    Ok(())
 }
 
 /// Bytes that reached a barrier beyond anything its phase expected, found

@@ -236,20 +236,31 @@ fn iv_step(regs: &mut [u32], ty: Num, iv: u32, step: u32, mask: u32) {
 /// barrier and leave `bar.sync` barriers that wait for every live thread.
 fn exit_warp(w: &mut Warp, cx: &mut Cluster<'_>) {
     w.done = true;
+    if cx.race.on {
+        let gw = cx.race.gw(w.rank, w.warp);
+        cx.race.exit(w.rank, gw);
+    }
     let n = w.lanes.count_ones();
     let cb = &mut cx.cbar;
     cb.exited += n;
     if w.cl_mask != 0 && w.cl_phase == cb.phase {
         cb.arrived -= w.cl_mask.count_ones();
     }
+    let phase = cb.phase;
     cb.try_complete();
+    if cx.race.on && cx.cbar.phase != phase {
+        cx.race.complete_cluster();
+    }
     let cta = &mut cx.ctas[w.rank as usize];
     cta.live -= n;
     let live = cta.live;
-    for nb in cta.named.iter_mut() {
+    for (id, nb) in cta.named.iter_mut().enumerate() {
         if nb.arrived > 0 && nb.expected == 0 && nb.arrived >= live {
             nb.arrived = 0;
             nb.generation += 1;
+            if cx.race.on {
+                cx.race.complete_named(w.rank, id as u8);
+            }
         }
     }
 }

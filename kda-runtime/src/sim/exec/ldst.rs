@@ -9,10 +9,12 @@
 
 use kda_ir::Scalar;
 
-use super::{Cluster, Warp, bar_name, lane_mask, misuse, ring_elem, site};
+use super::{Cluster, Warp, bar_name, lane_mask, misuse, race_error, ring_elem, site};
 use crate::sim::decode::{Idx, Ins, Program, ShBuf};
 use crate::sim::mbarrier::MbarFault;
 use crate::sim::memory::{TensorView, read_words, write_words};
+use crate::sim::race::Stamp;
+use crate::sim::report::AccessKind;
 use crate::sim::report::{Misaligned, OutOfBounds, SimError, Site, Space, TxOverflow};
 
 /// Run one op of the family.
@@ -29,6 +31,7 @@ pub(super) fn exec(
     let mut idx = [0i64; 8];
     let mut tmp = [0u32; 4];
     let regs = &mut w.regs;
+    let gw = w.rank * prog.warps + w.warp;
     match ins {
         Ins::LdGlobal {
             t,
@@ -108,6 +111,11 @@ pub(super) fn exec(
                         ));
                     }
                 };
+                if cx.race.on
+                    && let Some(c) = cx.race.read(w.rank, gw, byte as u32, bytes, w.pc)
+                {
+                    return Err(race_error(prog, w, cx, c, l as u32, AccessKind::Read));
+                }
                 smem_read(&cta.smem, byte, bytes, &mut tmp);
                 for (j, &v) in tmp[..nw].iter().enumerate() {
                     w.regs[(d as usize + j) * 32 + l] = v;
@@ -143,6 +151,13 @@ pub(super) fn exec(
                 for (j, x) in tmp[..nw].iter_mut().enumerate() {
                     *x = w.regs[(v as usize + j) * 32 + l];
                 }
+                if cx.race.on
+                    && let Some(c) =
+                        cx.race
+                            .write(w.rank, gw, byte as u32, bytes, w.pc, Stamp::Plain)
+                {
+                    return Err(race_error(prog, w, cx, c, l as u32, AccessKind::Write));
+                }
                 smem_write(&mut cx.ctas[w.rank as usize].smem, byte, bytes, &tmp);
             }
         }
@@ -159,6 +174,7 @@ pub(super) fn exec(
             // Barriers this instruction completed a phase of: (rank, phase bytes).
             let mut completed: [(u32, u64); 4] = [(u32::MAX, 0); 4];
             let mut ncompleted = 0;
+            let mut released = u32::MAX;
             let mut m = active;
             while m != 0 {
                 let l = m.trailing_zeros() as usize;
@@ -190,6 +206,26 @@ pub(super) fn exec(
                 for (j, x) in tmp[..nw].iter_mut().enumerate() {
                     *x = w.regs[(v as usize + j) * 32 + l];
                 }
+                if cx.race.on {
+                    let phase = cx.ctas[r as usize].mbar[bar as usize].phase;
+                    let stamp = Stamp::Async {
+                        rank: r,
+                        bar,
+                        phase,
+                    };
+                    if let Some(c) = cx.race.write(r, gw, byte as u32, bytes, w.pc, stamp) {
+                        let kind = AccessKind::AsyncWrite {
+                            barrier: bar_name(k, bar).to_string(),
+                            rank: r,
+                            phase,
+                        };
+                        return Err(race_error(prog, w, cx, c, l as u32, kind));
+                    }
+                    if released != r {
+                        cx.race.release_bar(r, bar, gw);
+                        released = r;
+                    }
+                }
                 smem_write(&mut cx.ctas[r as usize].smem, byte, bytes, &tmp);
                 if let Some(&(_, done)) = completed[..ncompleted].iter().find(|c| c.0 == r) {
                     let rest = peers_to(&w.regs, peer, m | 1 << l, r) as u64 * bytes as u64;
@@ -209,6 +245,10 @@ pub(super) fn exec(
                 let before = mb.delivered + bytes as u64;
                 match mb.complete_tx(bytes, declared) {
                     Ok(true) => {
+                        if cx.race.on {
+                            let done = cx.ctas[r as usize].mbar[bar as usize].phase;
+                            cx.race.complete_bar(r, bar, done, true);
+                        }
                         if ncompleted < completed.len() {
                             completed[ncompleted] = (r, before);
                             ncompleted += 1;
@@ -241,6 +281,9 @@ pub(super) fn exec(
                     }
                 }
             }
+            if cx.race.on {
+                cx.race.tick(gw);
+            }
         }
         Ins::CpAsync { sb, t, sidx, gidx } => {
             if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
@@ -270,6 +313,16 @@ pub(super) fn exec(
                         ));
                     }
                 };
+                if cx.race.on
+                    && let Some(c) =
+                        cx.race
+                            .write(w.rank, gw, byte as u32, 16, w.pc, Stamp::CpAsync)
+                {
+                    let kind = AccessKind::CpAsync {
+                        group: cx.race.group(gw),
+                    };
+                    return Err(race_error(prog, w, cx, c, l as u32, kind));
+                }
                 read_words(tv.mem, gbyte as usize, 16, &mut tmp);
                 smem_write(&mut cx.ctas[w.rank as usize].smem, byte, 16, &tmp);
             }
@@ -338,10 +391,32 @@ pub(super) fn exec(
                     smem[byte / 4 + j] = tmp[0];
                 }
                 let bar = &ring_elem(prog, w, cx, *bar, *ring, l)?;
+                if cx.race.on {
+                    let phase = cx.ctas[w.rank as usize].mbar[*bar as usize].phase;
+                    let stamp = Stamp::Async {
+                        rank: w.rank,
+                        bar: *bar,
+                        phase,
+                    };
+                    if let Some(c) = cx.race.write(w.rank, gw, byte as u32, *bytes, w.pc, stamp) {
+                        let kind = AccessKind::AsyncWrite {
+                            barrier: bar_name(k, *bar).to_string(),
+                            rank: w.rank,
+                            phase,
+                        };
+                        return Err(race_error(prog, w, cx, c, l as u32, kind));
+                    }
+                }
                 let mb = &mut cx.ctas[w.rank as usize].mbar[*bar as usize];
                 mb.last_sender = Some((w.pc, w.rank, w.warp, l as u32));
                 match mb.complete_tx(*bytes, declared) {
-                    Ok(_) => {}
+                    Ok(true) => {
+                        if cx.race.on {
+                            let done = cx.ctas[w.rank as usize].mbar[*bar as usize].phase;
+                            cx.race.complete_bar(w.rank, *bar, done, true);
+                        }
+                    }
+                    Ok(false) => {}
                     Err(MbarFault::Tx {
                         phase,
                         expected,

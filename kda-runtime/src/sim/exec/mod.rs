@@ -33,7 +33,8 @@ mod sync;
 use super::decode::{Ins, Program};
 use super::mbarrier::{ClusterBar, Mbar, Named};
 use super::memory::TensorView;
-use super::report::{BarrierMisuse, SimError, Site};
+use super::race::{Conflict, Prior};
+use super::report::{AccessKind, BarrierMisuse, RaceAccess, RaceKind, SharedRace, SimError, Site};
 
 /// A mask-stack entry: the mask to restore and, for an `if`, the else lanes.
 #[derive(Copy, Clone, Debug)]
@@ -122,6 +123,8 @@ pub(crate) struct Cluster<'a> {
     pub index: u32,
     /// Report reads of produced tensors before the PDL wait.
     pub check_pdl: bool,
+    /// The race detector's state (inert unless `race.on`).
+    pub race: super::race::Race,
 }
 
 /// Why [`run`] returned.
@@ -218,6 +221,72 @@ fn misuse(prog: &Program, w: &Warp, cx: &Cluster<'_>, lane: Option<u32>, msg: St
     }))
 }
 
+/// The race a check of the access at `w`'s pc (`later`, by lane `lane`) found.
+#[cold]
+fn race_error(
+    prog: &Program,
+    w: &Warp,
+    cx: &Cluster<'_>,
+    c: Conflict,
+    lane: u32,
+    later: AccessKind,
+) -> SimError {
+    let k = &prog.kernel;
+    let lay = &prog.layout;
+    let (buf, base) = (0..lay.buffers.len())
+        .find(|&i| (lay.buffers[i]..lay.buffers[i] + lay.sizes[i]).contains(&c.start))
+        .map(|i| {
+            (
+                k.buffers[kda_ir::Buffer::from_u32(i as u32)].name.clone(),
+                lay.buffers[i],
+            )
+        })
+        .unwrap_or_else(|| ("?".to_string(), 0));
+    let (er, ew) = cx.race.split(c.warp);
+    let earlier_kind = match c.prior {
+        Prior::Read => AccessKind::Read,
+        Prior::Write => AccessKind::Write,
+        Prior::Async { rank, bar, phase } => AccessKind::AsyncWrite {
+            barrier: bar_name(k, bar).to_string(),
+            rank,
+            phase,
+        },
+        Prior::CpAsync { group } => AccessKind::CpAsync { group },
+    };
+    let kind = match (&earlier_kind, &later) {
+        (AccessKind::AsyncWrite { .. } | AccessKind::CpAsync { .. }, _) => RaceKind::Unwaited,
+        (AccessKind::Read, _) => RaceKind::ReadWrite,
+        (_, AccessKind::Read) => RaceKind::WriteRead,
+        _ => RaceKind::WriteWrite,
+    };
+    let pc = c.pc as usize;
+    SimError::Race(Box::new(SharedRace {
+        kind,
+        buffer: buf,
+        rank: c.rank,
+        start: c.start - base,
+        end: c.end - base,
+        earlier: RaceAccess {
+            kind: earlier_kind,
+            site: Site {
+                loc: prog.loc_of(pc).clone(),
+                op: prog.op_name(pc),
+                cluster: cx.index,
+                block: cx.ctas[er as usize].block,
+                rank: er,
+                warp: ew,
+                lane: None,
+            },
+            role: prog.role_name(pc, ew),
+        },
+        later: RaceAccess {
+            kind: later,
+            site: site(prog, w, cx, Some(lane)),
+            role: prog.role_name(w.pc as usize, w.warp),
+        },
+    }))
+}
+
 /// Run `w` for at most `budget` instructions. Returns the number executed
 /// (a blocked wait does not count) and why it stopped.
 pub(crate) fn run(
@@ -268,6 +337,8 @@ pub(crate) fn run(
             | Ins::MbarWait { .. }
             | Ins::MbarWaitParity { .. }
             | Ins::Nop
+            | Ins::CpCommit
+            | Ins::CpWait { .. }
             | Ins::PdlWait
             | Ins::ClusterArrive
             | Ins::ClusterWait

@@ -1,8 +1,10 @@
 //! Synchronisation: mbarrier init / arrive / wait, the cluster barrier,
-//! named barriers (`bar.sync`) and the PDL wait. Fences, `cp.async`
-//! commit / wait, `griddepcontrol.launch_dependents` and `__syncwarp`
-//! decode to `Nop`: every access takes effect when it runs, so there is
-//! nothing left for them to order.
+//! named barriers (`bar.sync`) and the PDL wait. Fences,
+//! `griddepcontrol.launch_dependents` and `__syncwarp` decode to `Nop`:
+//! every access takes effect when it runs, so there is nothing left for
+//! them to order; `cp.async` commit / wait only feed the race detector.
+//! With the race detector on, arrivals release the warp's clock to the
+//! barrier and passing waits acquire it (`race` module).
 //! A wait that cannot pass returns [`Next::Block`] and is retried when the
 //! warp runs again; misuse the hardware would not report (re-init in use,
 //! lapped phases, arrivals past the count) is an error naming the barrier.
@@ -23,6 +25,7 @@ pub(super) fn exec(
 ) -> Result<Next, SimError> {
     let k = &prog.kernel;
     let active = w.active;
+    let gw = w.rank * prog.warps + w.warp;
     match ins {
         &Ins::MbarInit { bar } => {
             let count = k.barriers[kda_ir::Barrier::from_u32(bar)].arrivals;
@@ -44,13 +47,25 @@ pub(super) fn exec(
         }
         &Ins::MbarArrive { bar, tx, ring } => {
             let mut m = active;
+            let mut released = u32::MAX;
             while m != 0 {
                 let l = m.trailing_zeros();
                 m &= m - 1;
                 let bar = ring_elem(prog, w, cx, bar, ring, l as usize)?;
+                if cx.race.on && released != bar {
+                    cx.race.release_bar(w.rank, bar, gw);
+                    released = bar;
+                }
                 let mb = &mut cx.ctas[w.rank as usize].mbar[bar as usize];
                 let (ph, count) = (mb.phase, mb.count);
-                match mb.arrive(tx) {
+                let had_tx = mb.expected + tx as u64 > 0 || mb.delivered > 0;
+                let res = mb.arrive(tx);
+                if let Ok(true) = res
+                    && cx.race.on
+                {
+                    cx.race.complete_bar(w.rank, bar, ph + 1, had_tx);
+                }
+                match res {
                     Ok(true) if m != 0 => {
                         let msg = format!(
                             "{} lanes arrive at once on mbarrier `{}` of CTA rank {} whose count is {count}: \
@@ -81,6 +96,9 @@ pub(super) fn exec(
                     }
                 }
             }
+            if cx.race.on {
+                cx.race.tick(gw);
+            }
         }
         &Ins::MbarWait { bar, phase } => {
             let mb = &cx.ctas[w.rank as usize].mbar[bar as usize];
@@ -98,6 +116,10 @@ pub(super) fn exec(
             if !mb.passed(phase) {
                 return Ok(Next::Block);
             }
+            if cx.race.on {
+                let done = mb.phase;
+                cx.race.acquire_bar(w.rank, bar, gw, done);
+            }
         }
         &Ins::MbarWaitParity { bar, parity, ring } => {
             let mut m = active;
@@ -114,8 +136,32 @@ pub(super) fn exec(
                     return Ok(Next::Block);
                 }
             }
+            if cx.race.on {
+                let mut m = active;
+                let mut acquired = u32::MAX;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let b = ring_elem(prog, w, cx, bar, ring, l)?;
+                    if b != acquired {
+                        let done = cx.ctas[w.rank as usize].mbar[b as usize].phase;
+                        cx.race.acquire_bar(w.rank, b, gw, done);
+                        acquired = b;
+                    }
+                }
+            }
         }
         Ins::Nop => {}
+        Ins::CpCommit => {
+            if cx.race.on {
+                cx.race.commit(gw);
+            }
+        }
+        &Ins::CpWait { n } => {
+            if cx.race.on {
+                cx.race.wait_group(gw, n);
+            }
+        }
         Ins::PdlWait => w.pdl_waited = true,
         Ins::ClusterArrive => {
             if w.cl_mask & active != 0 {
@@ -125,7 +171,15 @@ pub(super) fn exec(
             w.cl_mask |= active;
             w.cl_phase = cx.cbar.phase;
             cx.cbar.arrived += active.count_ones();
+            if cx.race.on {
+                cx.race.release_cluster(gw);
+                cx.race.tick(gw);
+            }
+            let phase = cx.cbar.phase;
             cx.cbar.try_complete();
+            if cx.race.on && cx.cbar.phase != phase {
+                cx.race.complete_cluster();
+            }
         }
         Ins::ClusterWait => {
             if active & !w.cl_mask != 0 {
@@ -137,6 +191,9 @@ pub(super) fn exec(
                 return Ok(Next::Block);
             }
             w.cl_mask &= !active;
+            if cx.race.on {
+                cx.race.acquire_cluster(gw);
+            }
         }
         &Ins::BarSync { id, threads } => {
             let cta = &mut cx.ctas[w.rank as usize];
@@ -148,6 +205,9 @@ pub(super) fn exec(
                         return Ok(Next::Block);
                     }
                     w.bar_wait = None;
+                    if cx.race.on {
+                        cx.race.acquire_named(w.rank, id, gw);
+                    }
                 }
                 _ => {
                     if nb.arrived == 0 {
@@ -155,9 +215,17 @@ pub(super) fn exec(
                     }
                     nb.arrived += w.lanes.count_ones();
                     let need = if nb.expected == 0 { live } else { nb.expected };
+                    if cx.race.on {
+                        cx.race.release_named(w.rank, id, gw);
+                        cx.race.tick(gw);
+                    }
                     if nb.arrived >= need {
                         nb.arrived = 0;
                         nb.generation += 1;
+                        if cx.race.on {
+                            cx.race.complete_named(w.rank, id);
+                            cx.race.acquire_named(w.rank, id, gw);
+                        }
                     } else {
                         w.bar_wait = Some((id, nb.generation));
                         return Ok(Next::Block);
