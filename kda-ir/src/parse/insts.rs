@@ -4,7 +4,7 @@
 use cranelift_entity::EntityRef;
 
 use super::lexer::{Pos, T, err};
-use super::{Parser, R, Ref};
+use super::{MAX_NESTING, Parser, R, Ref};
 use crate::entities::{Inst, Region, ScalarParam, Value};
 use crate::kernel::{RegionData, ValueDef};
 use crate::loc::Loc;
@@ -43,6 +43,19 @@ impl Parser {
     /// A nested region: `|v1:i32, v2:f32| { ... }` (parameters optional).
     /// Returns it and the implied empty `yield` added at its end, if any.
     fn region(&mut self) -> R<(Region, Option<Inst>)> {
+        if self.depth >= MAX_NESTING {
+            return err(
+                self.pos(),
+                format!("regions nest deeper than {MAX_NESTING} levels"),
+            );
+        }
+        self.depth += 1;
+        let region = self.region_body();
+        self.depth -= 1;
+        region
+    }
+
+    fn region_body(&mut self) -> R<(Region, Option<Inst>)> {
         let r = self.k.regions.push(RegionData::default());
         if self.eat('|') {
             let mut n = 0;

@@ -69,6 +69,7 @@ pub fn parse_kernel(text: &str) -> Result<Kernel, ParseError> {
         defined: SecondaryMap::new(),
         uses: Vec::new(),
         refs: Vec::new(),
+        depth: 0,
     };
     p.kernel()?;
     p.finish()
@@ -95,7 +96,18 @@ struct Parser {
     /// Every declaration reference, checked at the end (a buffer's guard
     /// names a barrier declared after it).
     refs: Vec<(Ref, usize, Pos)>,
+    /// Regions open around the current statement.
+    depth: usize,
 }
+
+/// Deepest nesting of regions (`if`, `for`, `while`, roles) the parser
+/// accepts: it recurses once per level, and no kernel comes near it.
+pub const MAX_NESTING: usize = 256;
+
+/// Extra room for entity numbers beyond the text's token count: a number
+/// can exceed the count only through gaps nothing refers to, and the
+/// parser allocates one slot per number up to the largest.
+const NUMBERING_SLACK: usize = 4096;
 
 type R<X> = Result<X, ParseError>;
 
@@ -259,6 +271,18 @@ impl Parser {
             && digits.chars().all(|c| c.is_ascii_digit())
             && let Ok(n) = digits.parse::<usize>()
         {
+            // Every entity is defined by at least one token, so a number
+            // far past the token count is a gap nobody needs, and honouring
+            // it would allocate a slot per number (`v100000000`: gigabytes).
+            let limit = self.toks.len().saturating_add(NUMBERING_SLACK);
+            if n > limit {
+                return err(
+                    pos,
+                    format!(
+                        "`{prefix}{n}` is numbered beyond what this text can define (at most {limit} here); number entities densely, as the printer does"
+                    ),
+                );
+            }
             self.at += 1;
             return Ok((n, pos));
         }
