@@ -244,14 +244,18 @@ fn cmp<T: Ty>(op: CmpOp, a: Val<T>, b: Val<T>) -> Val<bool> {
 /// `==`/`!=` as rewritten by `#[cluster_kernel]`: `bool` for comptime
 /// operands (any `PartialEq`), `Val<bool>` when either side is a `Val`.
 pub trait KdaEq<Rhs: ?Sized> {
+    /// `bool` when both sides are comptime, `Val<bool>` otherwise.
     type Output;
+    /// `self == rhs`, or `self != rhs` when `ne`.
     #[track_caller]
     fn kda_eq(&self, rhs: &Rhs, ne: bool) -> Self::Output;
 }
 
 /// `<`, `<=`, `>`, `>=` as rewritten by `#[cluster_kernel]`.
 pub trait KdaOrd<Rhs: ?Sized> {
+    /// `bool` when both sides are comptime, `Val<bool>` otherwise.
     type Output;
+    /// `self op rhs` for an ordering `op` (`Lt`, `Le`, `Gt`, `Ge`).
     #[track_caller]
     fn kda_cmp(&self, op: CmpOp, rhs: &Rhs) -> Self::Output;
 }
@@ -352,7 +356,10 @@ impl KdaEq<bool> for Val<bool> {
 /// `&&`/`||` as rewritten by `#[cluster_kernel]`: short-circuit on comptime
 /// `bool`s, `and`/`or` instructions (both sides evaluated) on `Val<bool>`.
 pub trait KdaLogic<B> {
+    /// `bool` when both sides are comptime, `Val<bool>` otherwise.
     type Output;
+    /// `self || rhs()` when `or`, else `self && rhs()`; `rhs` is called only when
+    /// the result depends on it (always, for a runtime `self`).
     #[track_caller]
     fn kda_logic(self, or: bool, rhs: impl FnOnce() -> B) -> Self::Output;
 }

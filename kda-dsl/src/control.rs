@@ -30,6 +30,7 @@ use super::val::{Elem, Ty, Val};
 pub trait Cond {
     /// Whether the condition is a runtime value (decided by the type).
     const RUNTIME: bool;
+    /// The comptime `bool`, or the runtime value to branch on.
     #[track_caller]
     fn decide(self) -> Decided;
 }
@@ -180,6 +181,8 @@ impl<T: Carry, const N: usize> Carry for [T; N] {
 /// component per local; [`CarryTuple::disagreement`] names the first local
 /// whose shape or comptime value differs between paths.
 pub trait CarryTuple: Carry {
+    /// The position of the first component that does not [`Carry::agrees`] with
+    /// `other`'s, or `None` when all agree.
     fn disagreement(&self, other: &Self) -> Option<usize>;
 }
 
@@ -335,7 +338,9 @@ impl<T: Ty> RtRange<T> {
 /// The bounds of a range in a kernel `for`: both comptime (a Rust range) or
 /// either runtime (an [`RtRange`]).
 pub trait RangeEnd<Lo> {
+    /// `Range<T>` when both bounds are comptime, [`RtRange<T>`] otherwise.
     type Range;
+    /// `lo..hi`.
     fn range(lo: Lo, hi: Self) -> Self::Range;
 }
 
@@ -389,7 +394,13 @@ pub fn range<Lo, Hi: RangeEnd<Lo>>(lo: Lo, hi: Hi) -> Hi::Range {
 /// What a kernel `for` iterates: any Rust iterator (unrolled at trace time) or
 /// an [`RtRange`] (an IR loop).
 pub trait ForLoop {
+    /// What the body receives each iteration: the iterator's item, or `Val<T>` for
+    /// an [`RtRange<T>`].
     type Item;
+    /// Run `f` once per item over the carried `state` (the macro passes the
+    /// locals' `names` for diagnostics). A comptime iterator calls `f` at trace
+    /// time; an [`RtRange`] traces `f` once as the body of an IR `for`, whose
+    /// results become `state` afterwards.
     #[track_caller]
     fn run<S: CarryTuple>(self, state: &mut S, names: &[&str], f: impl FnMut(Self::Item, &mut S));
 }

@@ -11,6 +11,8 @@
 //! See `docs/language.md` for the language; the items here are what a kernel
 //! body calls (all in [`prelude`], which the macro imports into every kernel).
 
+#![warn(missing_docs)]
+
 mod arith;
 mod control;
 mod hw;

@@ -20,7 +20,9 @@ use super::val::{Elem, Operand, Ty, Val};
 /// One index: a comptime number or a runtime integer value.
 #[derive(Copy, Clone, Debug)]
 pub enum Ix {
+    /// A comptime index.
     Const(i64),
+    /// A runtime index: an integer value of any of `u32`, `i32`, `u64`, `i64`.
     Val(Value),
 }
 
@@ -30,6 +32,7 @@ pub enum Ix {
     label = "expected an integer: a comptime number or a `Val<u32>`/`Val<i32>`/`Val<u64>`/`Val<i64>`"
 )]
 pub trait IntoIx {
+    /// The index, comptime or runtime.
     fn ix(self) -> Ix;
 }
 
@@ -115,6 +118,7 @@ fn values<const R: usize>(ix: [Ix; R]) -> Vec<Value> {
 /// The index of a `Tensor<_, R>` access: `[i, j]` (one per dimension), or a
 /// bare integer for a 1-D tensor.
 pub trait TensorIndex<const R: usize> {
+    /// One index per dimension, outermost first.
     fn indices(self) -> [Ix; R];
 }
 impl<I: IntoIx, const R: usize> TensorIndex<R> for [I; R] {
@@ -131,6 +135,7 @@ impl<I: IntoIx> TensorIndex<1> for I {
 /// The index of a shared-buffer access: an element index, or one index per
 /// declared dimension (row-major).
 pub trait SharedIndex {
+    /// One index, or one per declared dimension (outermost first).
     fn indices(self) -> Vec<Ix>;
 }
 impl<I: IntoIx> SharedIndex for I {
@@ -148,7 +153,10 @@ impl<I: IntoIx, const R: usize> SharedIndex for [I; R] {
 /// rewritten by `#[cluster_kernel]`. Handles take `self` by value, so method
 /// resolution finds this before [`LoadIndex`].
 pub trait LoadHandle<I> {
+    /// What the access yields: a `Val<T>` for a tensor or shared buffer, a
+    /// [`Barrier`](crate::Barrier) for a ring of mbarriers.
     type Output;
+    /// Emit the load of element `i` (or pick the indexed handle).
     #[track_caller]
     fn __kda_load(self, i: I) -> Self::Output;
 }
@@ -156,7 +164,9 @@ pub trait LoadHandle<I> {
 /// `x[i]` in value position on any other indexable Rust value (register
 /// arrays, arrays, `Vec`s): Rust's indexing, cloning the element.
 pub trait LoadIndex<I> {
+    /// The element type of the indexed Rust value.
     type Output;
+    /// `self[i].clone()`.
     #[track_caller]
     fn __kda_load(&self, i: I) -> Self::Output;
 }
@@ -174,12 +184,14 @@ where
 
 /// `x[i] = v` on a DSL handle (tensor, shared buffer), as rewritten by `#[cluster_kernel]`.
 pub trait StoreRef<I, V> {
+    /// Emit the store of `v` into element `i`.
     #[track_caller]
     fn __kda_store(&self, i: I, v: V);
 }
 
 /// `x[i] = v` on a register array or any `IndexMut` Rust value.
 pub trait StoreMut<I, V> {
+    /// `self[i] = v`: a register array rebinds the element, no instruction.
     #[track_caller]
     fn __kda_store(&mut self, i: I, v: V);
 }
@@ -196,6 +208,7 @@ where
 /// What a store or send writes: one element (`Val<T>` or a comptime number),
 /// or a vector `Val<[T; N]>` of consecutive elements.
 pub trait StoreValue<T: Elem> {
+    /// The value to write, emitting a comptime number as a constant of `T`.
     #[track_caller]
     fn stored(self) -> Value;
 }
@@ -558,6 +571,7 @@ impl<T: Ty> Regs<T> {
         self.vals.len()
     }
 
+    /// Whether the shape has no elements (some dimension is 0).
     pub fn is_empty(&self) -> bool {
         self.vals.is_empty()
     }

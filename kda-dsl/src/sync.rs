@@ -156,10 +156,12 @@ impl Barriers {
         Barriers { first, n, tx }
     }
 
+    /// Number of barriers in the ring (its `count`).
     pub fn len(self) -> usize {
         self.n as usize
     }
 
+    /// Whether the ring has no barriers (`count = 0`).
     pub fn is_empty(self) -> bool {
         self.n == 0
     }
@@ -186,6 +188,7 @@ impl Barriers {
         s.element(self)
     }
 
+    /// Every element in order, as comptime-indexed barriers.
     pub fn iter(self) -> impl Iterator<Item = Barrier> {
         (0..self.len()).filter_map(move |k| self.get(k))
     }
@@ -209,6 +212,8 @@ impl IntoIterator for &Barriers {
 
 /// What indexes a [`Barriers`] ring.
 pub trait RingIndex {
+    /// The element of `bars` this index names. A comptime index past the ring
+    /// panics at trace time.
     #[track_caller]
     fn element(self, bars: Barriers) -> Barrier;
 }
@@ -341,6 +346,7 @@ pub enum Dest {
 }
 
 impl Dest {
+    /// The CTA of cluster rank `rank` (comptime or runtime).
     pub fn one(rank: impl IntoIx) -> Dest {
         Dest::One(rank.ix())
     }

@@ -14,11 +14,13 @@ use super::trace::emit;
 
 /// A type a [`Val`] can have: a scalar [`Elem`] or a vector `[E; 2|4|8]`.
 pub trait Ty: Copy + 'static {
+    /// The IR type of a `Val<Self>`.
     const TYPE: Type;
 }
 
 /// A scalar element type: `f32`, `bf16`, `i32`, `u32`, `i64`, `u64`, `bool`.
 pub trait Elem: Ty {
+    /// The IR scalar type of the element.
     const SCALAR: Scalar;
 }
 
@@ -79,6 +81,7 @@ impl<T: Ty> Val<T> {
 /// What an operation accepts where it needs a `Val<T>`: the value itself, a
 /// comptime Rust number (emitted as a constant), or a lazy [`Cast`].
 pub trait Operand<T: Ty> {
+    /// The operand as a value; a comptime number emits its constant here.
     #[track_caller]
     fn val(self) -> Val<T>;
 }
