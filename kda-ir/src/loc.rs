@@ -5,14 +5,20 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// A source position: file, line and column as [`std::panic::Location`] gives
+/// them (1-based), written `file:line:col` (the IR text's `@` suffix).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Loc {
+    /// The file, as rustc names it (shared, so cloning a `Loc` per instruction is cheap).
     pub file: Arc<str>,
+    /// 1-based line; 0 for [`Loc::synthetic`].
     pub line: u32,
+    /// 1-based column; 0 for [`Loc::synthetic`].
     pub col: u32,
 }
 
 impl Loc {
+    /// A location from its parts.
     pub fn new(file: &str, line: u32, col: u32) -> Loc {
         Loc {
             file: file.into(),

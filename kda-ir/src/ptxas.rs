@@ -14,9 +14,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// What `ptxas -v` reports for the (one) entry of a module.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PtxasReport {
+    /// Registers per thread.
     pub registers: u32,
+    /// Bytes of spill stores.
     pub spill_stores: u32,
+    /// Bytes of spill loads.
     pub spill_loads: u32,
+    /// Bytes of stack frame per thread.
     pub stack_frame: u32,
     /// Static shared memory (dynamic shared memory is not counted).
     pub shared_bytes: u32,
@@ -27,24 +31,41 @@ pub struct PtxasReport {
 }
 
 impl PtxasReport {
+    /// Bytes spilled, stores and loads together; 0 is what the tests require.
     pub fn spills(&self) -> u32 {
         self.spill_stores + self.spill_loads
     }
 }
 
+/// Why assembling failed, or what [`check_no_spills`] found.
 #[derive(Debug, thiserror::Error)]
 pub enum PtxasError {
+    /// No ptxas at any of the places the module docs list.
     #[error(
         "ptxas not found: set KDA_PTXAS, put ptxas on PATH, or run scripts/provision-ptxas.sh \
          (installs it into <workspace>/.tools/ptxas/bin)"
     )]
     NotFound,
+    /// Writing the PTX to the temporary directory, or starting ptxas, failed.
     #[error("running {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file written or the ptxas run.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// ptxas exited with an error.
     #[error("ptxas rejected the PTX:\n{stderr}")]
-    Rejected { stderr: String },
+    Rejected {
+        /// ptxas's stderr, each `line N` it names followed by that PTX line.
+        stderr: String,
+    },
+    /// ptxas succeeded but its log lacks the register, stack or spill counts.
     #[error("cannot read the ptxas -v report:\n{log}")]
-    Report { log: String },
+    Report {
+        /// The whole `-v` log.
+        log: String,
+    },
     /// From [`check_no_spills`]: it assembled, but spills.
     #[error("{} B spill stores, {} B spill loads:\n{}", .0.spill_stores, .0.spill_loads, .0.log)]
     Spills(Box<PtxasReport>),

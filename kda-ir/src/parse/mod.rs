@@ -34,8 +34,11 @@ use crate::types::{Scalar, Type};
 /// A syntax error, at a 1-based line and column of the input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
+    /// 1-based line of the offending token (the last line at an unexpected end).
     pub line: u32,
+    /// 1-based column in characters (one past the last character at an unexpected end).
     pub col: u32,
+    /// What is wrong or was expected, without the position.
     pub msg: String,
 }
 

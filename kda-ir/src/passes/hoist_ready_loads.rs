@@ -29,6 +29,8 @@ use crate::entities::{Inst, Region, Tensor, Value};
 use crate::kernel::{Kernel, Provenance, ValueDef};
 use crate::op::Op;
 
+/// Hoist the ready loads of every region of `k` above its first `pdl.wait`
+/// (nothing without [`ScheduleHints::early`](crate::kernel::ScheduleHints::early)).
 pub fn run(k: &mut Kernel) {
     if !k.schedule.early {
         return;

@@ -18,6 +18,8 @@ use crate::entities::{Inst, Region};
 use crate::kernel::Kernel;
 use crate::op::Op;
 
+/// Keep the first `pdl.wait` of `k`, moved to the entry, and delete the rest
+/// (nothing with [`ScheduleHints::early`](crate::kernel::ScheduleHints::early)).
 pub fn run(k: &mut Kernel) {
     if k.schedule.early {
         return;

@@ -33,6 +33,8 @@ use crate::kernel::Kernel;
 use crate::op::Op;
 use crate::passes::{contains, sink};
 
+/// Sink every `cluster.wait` of `k` to its stopping point (nothing without
+/// [`ScheduleHints::early`](crate::kernel::ScheduleHints::early)).
 pub fn run(k: &mut Kernel) {
     if !k.schedule.early {
         return;

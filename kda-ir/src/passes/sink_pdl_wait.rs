@@ -37,6 +37,8 @@ fn needs_wait(k: &Kernel, i: Inst) -> bool {
     }
 }
 
+/// Sink every `pdl.wait` of `k` to the first instruction that needs it
+/// (nothing without [`ScheduleHints::early`](crate::kernel::ScheduleHints::early)).
 pub fn run(k: &mut Kernel) {
     if !k.schedule.early {
         return;

@@ -54,7 +54,10 @@ pub const TARGET: &str = "sm_90a";
 /// hardware has no instruction for).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PtxError {
+    /// The DSL location of the instruction that has no lowering ([`Loc::synthetic`]
+    /// for the kernel as a whole, e.g. a name that is not a PTX identifier).
     pub loc: Loc,
+    /// What the backend cannot do with it.
     pub msg: String,
 }
 
