@@ -38,8 +38,11 @@ pub enum Special {
 /// (nearest even).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum BinOp {
+    /// `a + b`.
     Add,
+    /// `a - b`.
     Sub,
+    /// `a * b` (the low half for ints: `mul.lo`).
     Mul,
     /// Integer division truncates toward zero (per signedness); float
     /// division is IEEE (`div.rn`). Integer division by zero is unspecified.
@@ -48,16 +51,20 @@ pub enum BinOp {
     Rem,
     /// Float `min`/`max` return the other operand when one is NaN.
     Min,
+    /// The larger operand (NaN as for [`BinOp::Min`]).
     Max,
     /// Bitwise / logical ops: ints and `bool`.
     And,
+    /// Bitwise / logical or: ints and `bool`.
     Or,
+    /// Bitwise / logical exclusive or: ints and `bool`.
     Xor,
     /// Shifts: ints only; `Shr` is arithmetic on signed types. The amount is
     /// read as unsigned and clamps at the width (PTX semantics, not Rust's
     /// masking): `shl` and unsigned `shr` by >= width give 0, signed `shr`
     /// gives the sign fill.
     Shl,
+    /// Right shift (see [`BinOp::Shl`]).
     Shr,
 }
 
@@ -68,27 +75,39 @@ pub enum BinOp {
 /// for `exp`/`exp2`, within 1 ulp.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum UnOp {
+    /// `-a`: signed ints (wrapping) or floats.
     Neg,
     /// Bitwise not (ints, bool).
     Not,
+    /// `|a|`: signed ints or floats.
     Abs,
+    /// `e^x`.
     Exp {
+        /// `ex2.approx.ftz` of `x * log2(e)`.
         fast: bool,
     },
+    /// `2^x`.
     Exp2 {
+        /// `ex2.approx.ftz`.
         fast: bool,
     },
     /// `1/sqrt(x)`; PTX only has the approximate form, `fast: false` computes
     /// `1 / sqrt.rn(x)` with IEEE division.
     Rsqrt {
+        /// `rsqrt.approx`.
         fast: bool,
     },
+    /// `sqrt.rn`: correctly rounded.
     Sqrt,
     /// `1 / (1 + e^-x)`.
     Sigmoid {
+        /// `ex2.approx.ftz` and `rcp.approx.ftz` in place of the exact exponential and
+        /// the IEEE division.
         fast: bool,
     },
+    /// `1 / x` (`rcp.rn`).
     Rcp {
+        /// `rcp.approx.ftz`.
         fast: bool,
     },
     /// `log2(x)`, approximate only (`lg2.approx.ftz.f32`: subnormals flush to
@@ -96,24 +115,35 @@ pub enum UnOp {
     Log2Approx,
 }
 
+/// A comparison ([`Op::Cmp`]); ints compare by their signedness.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum CmpOp {
+    /// `a == b`.
     Eq,
+    /// `a != b` (true when either is NaN).
     Ne,
+    /// `a < b`.
     Lt,
+    /// `a <= b`.
     Le,
+    /// `a > b`.
     Gt,
+    /// `a >= b`.
     Ge,
 }
 
 /// L2 cache policy of a global access.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub enum CachePolicy {
+    /// No hint: the L2's default replacement.
     #[default]
     Normal,
+    /// `.L2::cache_hint` with an `evict_first` policy (`createpolicy` once per
+    /// kernel): streamed data that should not displace what is reused.
     EvictFirst,
 }
 
+/// Which lane a [`Op::Shfl`] reads.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ShflMode {
     /// `shfl.sync.bfly`: exchange with `lane ^ mask`.
@@ -151,6 +181,7 @@ impl Special {
 }
 
 impl CmpOp {
+    /// Every comparison (what the parser tries a `cmp.` modifier against).
     pub const ALL: [CmpOp; 6] = [
         CmpOp::Eq,
         CmpOp::Ne,
@@ -174,6 +205,7 @@ impl CmpOp {
 }
 
 impl ShflMode {
+    /// Every mode (what the parser tries a `shfl.` modifier against).
     pub const ALL: [ShflMode; 2] = [ShflMode::Bfly, ShflMode::Idx];
 
     /// The mode's modifier in the text form (`shfl.bfly`).
@@ -188,6 +220,7 @@ impl ShflMode {
 /// What may follow an op's mnemonic after a `.`.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Modifier {
+    /// Nothing: the mnemonic is the whole op.
     None,
     /// `.ftz`, optional: flush denormals.
     Ftz,
@@ -221,6 +254,7 @@ impl Modifier {
 /// A count of operands or results.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Arity {
+    /// Always this many.
     Exact(u8),
     /// Set by the op's immediates or declarations: a tensor's rank, the lanes
     /// packed, the values a region carries.
@@ -245,7 +279,7 @@ macro_rules! op_table {
         /// An op without its immediates: a row of the op table.
         #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
         pub enum Opcode {
-            $($(#[$doc])* $code,)*
+            $(#[doc = concat!("`", $name, "`.")] $(#[$doc])* $code,)*
         }
 
         impl Opcode {
@@ -373,7 +407,9 @@ op_table! {
 pub enum Mnemonic {
     /// An opcode with no modifier, or with its optional flag on or off.
     Plain(Opcode, bool),
+    /// `cmp.<op>`.
     Cmp(CmpOp),
+    /// `shfl.<mode>`.
     Shfl(ShflMode),
     /// `extract.<lane>`.
     Extract(u8),
@@ -382,6 +418,7 @@ pub enum Mnemonic {
 /// Why a mnemonic does not name an op.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum MnemonicError {
+    /// No opcode, or a modifier the opcode does not take.
     Unknown,
     /// `extract.` followed by something other than a lane number.
     BadLane,
@@ -446,7 +483,10 @@ pub enum Op {
     /// `a, b -> ty(a)`.
     Bin(BinOp),
     /// `a, b, c -> a*b+c` (f32); `ftz` flushes denormals.
-    Fma { ftz: bool },
+    Fma {
+        /// `fma.rn.ftz`: subnormal inputs and results flush to zero.
+        ftz: bool,
+    },
     /// `a -> ty(a)`.
     Un(UnOp),
     /// `a, b -> bool`. Float comparisons are ordered (false with a NaN)
@@ -469,17 +509,31 @@ pub enum Op {
     // ---- memory
     /// `idx0..idxR -> ty`: load `ty` (scalar or vector of 2/4/8 elements of the
     /// tensor's dtype, 4/8/16 bytes) at the element index.
-    LdGlobal { tensor: Tensor, policy: CachePolicy },
+    LdGlobal {
+        /// The tensor read.
+        tensor: Tensor,
+        /// The load's L2 policy.
+        policy: CachePolicy,
+    },
     /// `idx0..idxR, value [, pred] ->`: store; with `pred`, only where it holds.
     StGlobal {
+        /// The tensor written.
         tensor: Tensor,
+        /// The store's L2 policy.
         policy: CachePolicy,
+        /// Whether the last operand is a `bool` that guards the store.
         predicated: bool,
     },
     /// `idx -> ty`: load from this CTA's shared buffer at an element index.
-    LdShared { buffer: Buffer },
+    LdShared {
+        /// The buffer read.
+        buffer: Buffer,
+    },
     /// `idx, value ->`.
-    StShared { buffer: Buffer },
+    StShared {
+        /// The buffer written (this CTA's).
+        buffer: Buffer,
+    },
 
     // ---- warp collectives
     /// `value, lane_or_mask -> ty(value)` (32-bit values).
@@ -495,19 +549,37 @@ pub enum Op {
 
     // ---- barriers and fences
     /// `->`: initialise with the declared arrival count.
-    MbarInit { barrier: Barrier },
+    MbarInit {
+        /// The barrier; its arrival count is in its declaration.
+        barrier: Barrier,
+    },
     /// `[ring index] ->`: one arrival. With `ring > 0` the barrier is element
     /// `index` of the `ring` consecutive barriers starting at `barrier`
     /// (the same for every op that has a `ring`).
-    MbarArrive { barrier: Barrier, ring: u32 },
+    MbarArrive {
+        /// The barrier, or the first barrier of the ring.
+        barrier: Barrier,
+        /// The ring's length; 0 for a single barrier.
+        ring: u32,
+    },
     /// `[ring index] ->`: one arrival that also expects `bytes` of transactions this phase.
     MbarArriveExpectTx {
+        /// The barrier, or the first barrier of the ring.
         barrier: Barrier,
+        /// Transaction bytes the current phase waits for (1 to 2^20 - 1).
         bytes: u32,
+        /// The ring's length; 0 for a single barrier.
         ring: u32,
     },
     /// `->`: wait until the `phase`-th completion (parity `phase & 1`).
-    MbarWait { barrier: Barrier, phase: u32 },
+    MbarWait {
+        /// The barrier waited on.
+        barrier: Barrier,
+        /// Which completion, counted from 0 after `mbarrier.init`. Only its
+        /// parity reaches the hardware (`mbarrier.try_wait.parity`), so the
+        /// wait must run after completion `phase - 1` and before `phase + 1`.
+        phase: u32,
+    },
     /// `parity: u32 [, ring index] ->`: wait until the barrier's current
     /// phase parity differs from `parity & 1` (`mbarrier.try_wait.parity`
     /// with a register parity): the phase with that parity has completed.
@@ -515,25 +587,49 @@ pub enum Op {
     /// "before" phase 0 counts as completed), which is how a ring's empty
     /// barriers start released. The builder emits it for waits inside
     /// runtime loops, where the parity is loop-carried state.
-    MbarWaitParity { barrier: Barrier, ring: u32 },
+    MbarWaitParity {
+        /// The barrier, or the first barrier of the ring.
+        barrier: Barrier,
+        /// The ring's length; 0 for a single barrier.
+        ring: u32,
+    },
     /// `fence.mbarrier_init.release.cluster`.
     FenceMbarInit,
     /// `fence.proxy.async.shared::cta`.
     FenceProxyAsync,
     /// `barrier.cluster.arrive[.relaxed]`.
-    ClusterArrive { relaxed: bool },
+    ClusterArrive {
+        /// `.relaxed`: no release, so this thread's earlier memory accesses
+        /// are not ordered before the peers' `cluster.wait`.
+        relaxed: bool,
+    },
     /// `barrier.cluster.wait`.
     ClusterWait,
     /// `bar.sync id, threads`: a named barrier among `threads` threads.
-    BarSync { id: u8, threads: u32 },
+    BarSync {
+        /// The named barrier, 0..16.
+        id: u8,
+        /// How many threads arrive: a positive multiple of 32, at most the block.
+        threads: u32,
+    },
 
     // ---- DSMEM and async copies
     /// `idx, value, cta ->`: `st.async` of `value` into `buffer[idx]` of CTA
     /// `cta` in the cluster, completing `size(value)` transaction bytes on that
     /// CTA's `barrier`.
-    StAsync { buffer: Buffer, barrier: Barrier },
+    StAsync {
+        /// The buffer written, at its offset in CTA `cta`'s shared memory.
+        buffer: Buffer,
+        /// The mbarrier of CTA `cta` that receives the transaction bytes.
+        barrier: Barrier,
+    },
     /// `sidx, gidx0..gidxR ->`: 16-byte `cp.async.cg` global -> shared.
-    CpAsync { buffer: Buffer, tensor: Tensor },
+    CpAsync {
+        /// The destination (this CTA's).
+        buffer: Buffer,
+        /// The source.
+        tensor: Tensor,
+    },
     /// `cp.async.commit_group`.
     CpAsyncCommit,
     /// `cp.async.wait_group n`.
@@ -541,11 +637,17 @@ pub enum Op {
     /// `sidx, gidx0..gidxR ->`: `cp.async.bulk` of `bytes` from the tensor into
     /// the buffer, completing them on `barrier`.
     BulkCopy {
+        /// The destination (this CTA's), 16-byte aligned.
         buffer: Buffer,
+        /// The source, 16-byte aligned.
         tensor: Tensor,
+        /// The mbarrier the bytes complete on, or the first of its ring.
         barrier: Barrier,
+        /// Bytes copied: a positive multiple of 16, at most the buffer.
         bytes: u32,
+        /// The read's L2 policy.
         policy: CachePolicy,
+        /// The barrier ring's length; 0 for a single barrier.
         ring: u32,
     },
 
@@ -557,14 +659,34 @@ pub enum Op {
 
     // ---- structure
     /// `cond -> results`: `then` and `els` yield the results.
-    If { then: Region, els: Region },
+    If {
+        /// Runs when `cond` holds.
+        then: Region,
+        /// Runs otherwise.
+        els: Region,
+    },
     /// `lo, hi, step, init.. -> results`: body params `(iv, carried..)`, yields carried.
-    For { body: Region },
+    For {
+        /// Runs for `iv` from `lo` while `iv < hi` (in the bounds' type),
+        /// stepping by `step`.
+        body: Region,
+    },
     /// `init.. -> results`: `cond` (params = carried) yields `bool, carried..`;
     /// `body` (params = carried) yields carried.
-    While { cond: Region, body: Region },
+    While {
+        /// Runs before each iteration; its `bool` ends the loop when false,
+        /// and its carried values go to `body` (or become the results).
+        cond: Region,
+        /// One iteration.
+        body: Region,
+    },
     /// `->`: `body` runs only in the role's threads.
-    InRole { role: Role, body: Region },
+    InRole {
+        /// The role whose threads run `body`.
+        role: Role,
+        /// No parameters; yields nothing.
+        body: Region,
+    },
     /// Region terminator: `values ->`.
     Yield,
 }
@@ -742,9 +864,13 @@ impl Op {
 /// One instruction: an op, its SSA operands, its results and where it came from.
 #[derive(Clone, Debug)]
 pub struct InstData {
+    /// The operation, with its immediates and entity references.
     pub op: Op,
+    /// SSA operands, in the order the op's signature lists them.
     pub args: Vec<Value>,
+    /// The values it defines (each defined only here).
     pub results: Vec<Value>,
+    /// The DSL source line it came from ([`Loc::synthetic`] for pass-made ones).
     pub loc: Loc,
 }
 
