@@ -19,9 +19,10 @@ pub const TILE: u32 = 4096;
 /// Consumer threads (warps 1..=4).
 pub const CONSUMERS: u32 = 128;
 
-// Clusters of two independent CTAs: the persistent grid is sized by
-// `cuOccupancyMaxActiveClusters`, which answers 0 for a kernel launched
-// without a cluster shape (as kda launches one-CTA clusters).
+// Clusters of two independent CTAs, the shape measured on the H200. The
+// persistent grid comes from `cuOccupancyMaxActiveClusters`, which answered
+// 0 for one-CTA kernels probed without a cluster shape; the runtime now
+// probes those with a shape of 1 (not yet rerun on a GPU).
 #[cluster_kernel(block = 32 + CONSUMERS, cluster = 2)]
 pub fn pipelined_copy(
     #[comptime] stages: u32,

@@ -310,7 +310,13 @@ impl CudaKernel {
         self.ctx()
             .bind_to_thread()
             .driver("cuCtxSetCurrent", name)?;
-        let dims = self.dims(&LaunchConfig::default());
+        let mut dims = self.dims(&LaunchConfig::default());
+        // One-CTA kernels launch without a cluster shape, but the occupancy
+        // query needs one unless the PTX fixes it: without it the driver
+        // answers 0 clusters (seen on the H200, 2026-12-01).
+        if dims.cluster.is_none() && self.kernel.launch.cluster == 1 {
+            dims.cluster = Some([1, 1, 1]);
+        }
         // SAFETY: the function belongs to the context just bound.
         unsafe { super::launch::max_active_clusters(self.func, &dims, self.kernel.launch.cluster) }
             .driver("cuOccupancyMaxActiveClusters", name)
