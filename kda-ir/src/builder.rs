@@ -27,6 +27,29 @@ use crate::loc::Loc;
 use crate::op::{BinOp, CachePolicy, CmpOp, InstData, Op, ShflMode, Special, UnOp};
 use crate::types::{Scalar, Type};
 
+/// Builds a [`Kernel`]: declarations, then instructions appended at the cursor
+/// (the innermost region being built; the closures of [`Builder::if_else`],
+/// [`Builder::for_`], [`Builder::while_`] and [`Builder::in_role`] build the
+/// nested ones). It checks nothing: [`crate::verifier::verify`] and
+/// [`crate::pipeline::compile`] do.
+///
+/// ```
+/// use kda_ir::{Access, Builder, CachePolicy, Dim, LaunchDecl, Provenance, Scalar, Type};
+///
+/// // y[i] = x[i] * x[i], one element per thread of a 64-thread block.
+/// let launch = LaunchDecl { block: 64, cluster: 1, min_blocks_per_sm: None };
+/// let mut b = Builder::new("square", launch);
+/// let (n, unit) = ([Dim::Const(64)], [Dim::Const(1)]);
+/// let x = b.tensor("x", Scalar::F32, &n, &unit, Provenance::Ready, Access::Read);
+/// let y = b.tensor("y", Scalar::F32, &n, &unit, Provenance::Ready, Access::Write);
+/// let i = b.thread_idx();
+/// let v = b.ld_global(x, &[i], Type::F32, CachePolicy::Normal);
+/// let sq = b.mul(v, v);
+/// b.st_global(y, &[i], sq, None, CachePolicy::Normal);
+/// let k = b.finish();
+/// kda_ir::verifier::verify(&k)?;
+/// # Ok::<(), kda_ir::verifier::VerifierErrors>(())
+/// ```
 pub struct Builder {
     k: Kernel,
     cursor: Vec<Region>,
@@ -36,6 +59,7 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// An empty kernel `name` (its PTX entry's name) with the cursor in its body.
     pub fn new(name: impl Into<String>, launch: LaunchDecl) -> Builder {
         let k = Kernel::new(name, launch);
         let body = k.body;
@@ -53,6 +77,7 @@ impl Builder {
         &self.k
     }
 
+    /// The kernel, as built (unverified).
     pub fn finish(self) -> Kernel {
         self.k
     }
@@ -74,11 +99,16 @@ impl Builder {
 
     // ---- declarations
 
+    /// Declare a symbolic extent or stride, bound at launch (a `.u64` parameter
+    /// after the scalars).
     #[track_caller]
     pub fn sym(&mut self, name: impl Into<String>) -> Sym {
         self.k.syms.push(SymDecl { name: name.into() })
     }
 
+    /// Declare a global tensor: a `.u64` pointer parameter, in declaration order,
+    /// with `strides` in elements. Its alignment starts at the dtype's size;
+    /// [`Builder::set_align`] promises more.
     #[track_caller]
     pub fn tensor(
         &mut self,
@@ -108,6 +138,7 @@ impl Builder {
         self.k.tensors[t].align = bytes;
     }
 
+    /// Declare a scalar parameter passed at launch; [`Builder::param`] reads it.
     #[track_caller]
     pub fn scalar(&mut self, name: impl Into<String>, ty: Scalar) -> ScalarParam {
         let loc = self.loc();
@@ -118,6 +149,8 @@ impl Builder {
         })
     }
 
+    /// Declare a role: threads `first..first + threads` (both multiples of 32);
+    /// [`Builder::in_role`] builds its code.
     #[track_caller]
     pub fn role(&mut self, name: impl Into<String>, first: u32, threads: u32) -> Role {
         let loc = self.loc();
@@ -129,6 +162,9 @@ impl Builder {
         })
     }
 
+    /// Declare a shared buffer of `len` elements, `align`-byte aligned, touched
+    /// only inside the `roles`' regions (empty: by every thread). With `guard`, the
+    /// buffer is filled through that barrier and read only after waiting on it.
     #[track_caller]
     pub fn shared(
         &mut self,
@@ -151,6 +187,9 @@ impl Builder {
         })
     }
 
+    /// Declare an mbarrier whose phase completes on `arrivals` arrivals and
+    /// `tx_bytes` transaction bytes (0: none), used only inside the `roles`'
+    /// regions (empty: by every thread). [`Builder::mbarrier_init`] initialises it.
     #[track_caller]
     pub fn mbarrier(
         &mut self,
@@ -228,48 +267,59 @@ impl Builder {
         self.push(op, args, &[]);
     }
 
+    /// The type of `v`.
     pub fn ty(&self, v: Value) -> Type {
         self.k.ty(v)
     }
 
     // ---- constants and indices
 
+    /// `iconst`: the integer or `bool` constant `v` of type `ty`.
     #[track_caller]
     pub fn iconst(&mut self, ty: Type, v: i64) -> Value {
         self.push1(Op::IConst(v), &[], ty)
     }
+    /// An `i32` constant.
     #[track_caller]
     pub fn i32(&mut self, v: i32) -> Value {
         self.iconst(Type::I32, v as i64)
     }
+    /// A `u32` constant.
     #[track_caller]
     pub fn u32(&mut self, v: u32) -> Value {
         self.iconst(Type::U32, v as i64)
     }
+    /// A `bool` constant.
     #[track_caller]
     pub fn bool(&mut self, v: bool) -> Value {
         self.iconst(Type::BOOL, v as i64)
     }
+    /// An `f32` constant.
     #[track_caller]
     pub fn f32(&mut self, v: f32) -> Value {
         self.push1(Op::FConst(v as f64), &[], Type::F32)
     }
+    /// Read a hardware index register (`u32`).
     #[track_caller]
     pub fn special(&mut self, s: Special) -> Value {
         self.push1(Op::Special(s), &[], Type::U32)
     }
+    /// `%tid.x`.
     #[track_caller]
     pub fn thread_idx(&mut self) -> Value {
         self.special(Special::ThreadIdx)
     }
+    /// `%ctaid` along axis `dim` (0..3: x, y, z).
     #[track_caller]
     pub fn block_idx(&mut self, dim: u8) -> Value {
         self.special(Special::BlockIdx(dim))
     }
+    /// `%cluster_ctarank`.
     #[track_caller]
     pub fn cluster_rank(&mut self) -> Value {
         self.special(Special::ClusterRank)
     }
+    /// The value of scalar parameter `s`, of its declared type.
     #[track_caller]
     pub fn param(&mut self, s: ScalarParam) -> Value {
         let ty = self.k.scalars[s].ty.into();
@@ -278,55 +328,67 @@ impl Builder {
 
     // ---- arithmetic
 
+    /// `a op b`, of `a`'s type.
     #[track_caller]
     pub fn bin(&mut self, op: BinOp, a: Value, b: Value) -> Value {
         let ty = self.ty(a);
         self.push1(Op::Bin(op), &[a, b], ty)
     }
+    /// `a + b`.
     #[track_caller]
     pub fn add(&mut self, a: Value, b: Value) -> Value {
         self.bin(BinOp::Add, a, b)
     }
+    /// `a - b`.
     #[track_caller]
     pub fn sub(&mut self, a: Value, b: Value) -> Value {
         self.bin(BinOp::Sub, a, b)
     }
+    /// `a * b`.
     #[track_caller]
     pub fn mul(&mut self, a: Value, b: Value) -> Value {
         self.bin(BinOp::Mul, a, b)
     }
+    /// `a * b + c` rounded once (`fma.rn`, `.ftz` with `ftz`).
     #[track_caller]
     pub fn fma(&mut self, a: Value, b: Value, c: Value, ftz: bool) -> Value {
         let ty = self.ty(a);
         self.push1(Op::Fma { ftz }, &[a, b, c], ty)
     }
+    /// `op a`, of `a`'s type.
     #[track_caller]
     pub fn un(&mut self, op: UnOp, a: Value) -> Value {
         let ty = self.ty(a);
         self.push1(Op::Un(op), &[a], ty)
     }
+    /// `a op b`, a `bool`.
     #[track_caller]
     pub fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> Value {
         self.push1(Op::Cmp(op), &[a, b], Type::BOOL)
     }
+    /// `if c { a } else { b }` without a branch.
     #[track_caller]
     pub fn select(&mut self, c: Value, a: Value, b: Value) -> Value {
         let ty = self.ty(a);
         self.push1(Op::Select, &[c, a, b], ty)
     }
+    /// Convert `a` to `to` (rounding and saturation as [`Op::Cvt`] says).
     #[track_caller]
     pub fn cvt(&mut self, a: Value, to: Type) -> Value {
         self.push1(Op::Cvt, &[a], to)
     }
+    /// Reinterpret `a`'s bits as `to`, of the same byte size.
     #[track_caller]
     pub fn bitcast(&mut self, a: Value, to: Type) -> Value {
         self.push1(Op::Bitcast, &[a], to)
     }
+    /// A vector of `elems` (2, 4 or 8 of one scalar type; not empty), lane 0 first.
     #[track_caller]
     pub fn pack(&mut self, elems: &[Value]) -> Value {
         let ty = self.ty(elems[0]).with_lanes(elems.len() as u8);
         self.push1(Op::Pack, elems, ty)
     }
+    /// Lane `lane` of vector `v`.
     #[track_caller]
     pub fn extract(&mut self, v: Value, lane: u8) -> Value {
         let ty = self.ty(v).with_lanes(1);
@@ -335,10 +397,14 @@ impl Builder {
 
     // ---- memory
 
+    /// Load a `ty` (the tensor's dtype, or a vector of it) from `t` at one element
+    /// index per dimension.
     #[track_caller]
     pub fn ld_global(&mut self, t: Tensor, idx: &[Value], ty: Type, policy: CachePolicy) -> Value {
         self.push1(Op::LdGlobal { tensor: t, policy }, idx, ty)
     }
+    /// Store `v` into `t` at one element index per dimension; with `pred`, only in
+    /// the threads where it holds.
     #[track_caller]
     pub fn st_global(
         &mut self,
@@ -360,10 +426,12 @@ impl Builder {
             &args,
         );
     }
+    /// Load a `ty` from this CTA's buffer `b` at element `idx`.
     #[track_caller]
     pub fn ld_shared(&mut self, b: Buffer, idx: Value, ty: Type) -> Value {
         self.push1(Op::LdShared { buffer: b }, &[idx], ty)
     }
+    /// Store `v` into this CTA's buffer `b` at element `idx`.
     #[track_caller]
     pub fn st_shared(&mut self, b: Buffer, idx: Value, v: Value) {
         self.push0(Op::StShared { buffer: b }, &[idx, v]);
@@ -371,15 +439,20 @@ impl Builder {
 
     // ---- warp collectives
 
+    /// `shfl.sync` of the 32-bit `v` across the full warp: from lane `lane ^ mask`
+    /// ([`ShflMode::Bfly`], `lane` the mask) or from lane `lane` ([`ShflMode::Idx`]).
     #[track_caller]
     pub fn shfl(&mut self, mode: ShflMode, v: Value, lane: Value) -> Value {
         let ty = self.ty(v);
         self.push1(Op::Shfl(mode), &[v, lane], ty)
     }
+    /// `elect.sync`: true in exactly one lane of the warp.
     #[track_caller]
     pub fn elect(&mut self) -> Value {
         self.push1(Op::ElectSync, &[], Type::BOOL)
     }
+    /// `mma.sync.m16n8k16` on bf16 fragments (`a: u32x4`, `b: u32x2`) accumulating
+    /// into `c: f32x4`; the result is the new accumulator.
     #[track_caller]
     pub fn mma(&mut self, a: Value, b: Value, c: Value) -> Value {
         self.push1(Op::Mma16816, &[a, b, c], Type::vec(Scalar::F32, 4))
@@ -387,10 +460,13 @@ impl Builder {
 
     // ---- barriers
 
+    /// `mbarrier.init` with the declared arrival count;
+    /// [`Builder::fence_mbarrier_init`] makes it visible to the cluster.
     #[track_caller]
     pub fn mbarrier_init(&mut self, bar: Barrier) {
         self.push0(Op::MbarInit { barrier: bar }, &[]);
     }
+    /// One arrival on `bar`.
     #[track_caller]
     pub fn mbarrier_arrive(&mut self, bar: Barrier) {
         self.push0(
@@ -412,6 +488,7 @@ impl Builder {
             &[at],
         );
     }
+    /// One arrival on `bar` that also expects `bytes` transaction bytes this phase.
     #[track_caller]
     pub fn mbarrier_arrive_expect_tx(&mut self, bar: Barrier, bytes: u32) {
         self.push0(
@@ -423,6 +500,8 @@ impl Builder {
             &[],
         );
     }
+    /// [`Builder::mbarrier_arrive_expect_tx`] on element `at` (a runtime `u32`) of
+    /// the ring of `ring` barriers from `first`.
     #[track_caller]
     pub fn mbarrier_arrive_expect_tx_at(
         &mut self,
@@ -488,22 +567,29 @@ impl Builder {
     pub fn warp_sync(&mut self) {
         self.push0(Op::WarpSync, &[]);
     }
+    /// `fence.mbarrier_init.release.cluster`: make the initialised mbarriers
+    /// visible to the cluster before peers arrive on them.
     #[track_caller]
     pub fn fence_mbarrier_init(&mut self) {
         self.push0(Op::FenceMbarInit, &[]);
     }
+    /// `fence.proxy.async.shared::cta`: order generic-proxy shared writes before
+    /// async-proxy accesses.
     #[track_caller]
     pub fn fence_proxy_async(&mut self) {
         self.push0(Op::FenceProxyAsync, &[]);
     }
+    /// `barrier.cluster.arrive` (`.relaxed` with `relaxed`).
     #[track_caller]
     pub fn cluster_arrive(&mut self, relaxed: bool) {
         self.push0(Op::ClusterArrive { relaxed }, &[]);
     }
+    /// `barrier.cluster.wait`: until every thread of the cluster has arrived.
     #[track_caller]
     pub fn cluster_wait(&mut self) {
         self.push0(Op::ClusterWait, &[]);
     }
+    /// `bar.sync id, threads`: a named barrier among `threads` threads.
     #[track_caller]
     pub fn bar_sync(&mut self, id: u8, threads: u32) {
         self.push0(Op::BarSync { id, threads }, &[]);
@@ -522,6 +608,9 @@ impl Builder {
             &[idx, v, cta],
         );
     }
+    /// `cp.async.cg` of 16 bytes from `t` at `gidx` (one index per dimension) into
+    /// `buf` at element `sidx`; completes with [`Builder::cp_async_commit`] and
+    /// [`Builder::cp_async_wait`].
     #[track_caller]
     pub fn cp_async(&mut self, buf: Buffer, sidx: Value, t: Tensor, gidx: &[Value]) {
         let mut args = vec![sidx];
@@ -534,14 +623,18 @@ impl Builder {
             &args,
         );
     }
+    /// `cp.async.commit_group`: close the group of this thread's pending `cp.async`s.
     #[track_caller]
     pub fn cp_async_commit(&mut self) {
         self.push0(Op::CpAsyncCommit, &[]);
     }
+    /// `cp.async.wait_group n`: wait until at most `n` committed groups are pending.
     #[track_caller]
     pub fn cp_async_wait(&mut self, n: u32) {
         self.push0(Op::CpAsyncWait(n), &[]);
     }
+    /// `cp.async.bulk` of `bytes` (a multiple of 16) from `t` at `gidx` into `buf`
+    /// at element `sidx`, completing them as transaction bytes on `bar`.
     #[track_caller]
     pub fn bulk_copy(
         &mut self,
@@ -597,10 +690,12 @@ impl Builder {
 
     // ---- PDL
 
+    /// `griddepcontrol.wait`: the preceding launch's writes are visible after it.
     #[track_caller]
     pub fn pdl_wait(&mut self) {
         self.push0(Op::GridDepWait, &[]);
     }
+    /// `griddepcontrol.launch_dependents`: let the next launch start early.
     #[track_caller]
     pub fn pdl_launch_dependents(&mut self) {
         self.push0(Op::GridDepLaunch, &[]);

@@ -51,6 +51,25 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// Parse one kernel in the text form.
+///
+/// ```
+/// use kda_ir::parse::parse_kernel;
+/// use kda_ir::write::write_kernel;
+///
+/// let text = r#"kernel square block=64 cluster=1 {
+///   tensor t0 "x": f32[64] strides[1] ready read align 4  ; @square.rs:3:13
+///   tensor t1 "y": f32[64] strides[1] ready write align 4  ; @square.rs:4:13
+///   v0:u32 = special tid  ; @square.rs:5:13
+///   v1:f32 = ld.global t0[v0]  ; @square.rs:6:13
+///   v2:f32 = mul v1, v1  ; @square.rs:7:14
+///   st.global t1[v0], v2  ; @square.rs:8:5
+/// }
+/// "#;
+/// let k = parse_kernel(text)?;
+/// assert_eq!((k.tensors.len(), k.insts.len()), (2, 4));
+/// assert_eq!(write_kernel(&k), text);
+/// # Ok::<(), kda_ir::parse::ParseError>(())
+/// ```
 pub fn parse_kernel(text: &str) -> Result<Kernel, ParseError> {
     let toks = lex(text)?;
     let end = Pos {
