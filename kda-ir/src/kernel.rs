@@ -22,15 +22,20 @@ pub enum Provenance {
 /// How the kernel may touch a tensor.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Access {
+    /// Loads only.
     Read,
+    /// Stores only.
     Write,
+    /// Loads and stores.
     ReadWrite,
 }
 
 impl Access {
+    /// Whether loads are allowed.
     pub fn reads(self) -> bool {
         matches!(self, Access::Read | Access::ReadWrite)
     }
+    /// Whether stores are allowed.
     pub fn writes(self) -> bool {
         matches!(self, Access::Write | Access::ReadWrite)
     }
@@ -39,58 +44,83 @@ impl Access {
 /// An extent or stride: known now, or bound at launch.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Dim {
+    /// Known when the kernel is built (elements).
     Const(u64),
+    /// A launch-time `.u64` parameter.
     Sym(Sym),
 }
 
+/// A global tensor parameter: a typed, strided view of device memory.
 #[derive(Clone, Debug)]
 pub struct TensorDecl {
+    /// The DSL parameter name (in the PTX parameter's name, `t0_<name>`, and dumps).
     pub name: String,
+    /// The element type.
     pub dtype: Scalar,
+    /// Extent of each dimension, outermost first (elements).
     pub shape: Vec<Dim>,
     /// Element strides, one per dimension.
     pub strides: Vec<Dim>,
+    /// Whether it may be read before the PDL wait.
     pub provenance: Provenance,
+    /// Whether the kernel loads it, stores it or both (the verifier rejects
+    /// any other access).
     pub access: Access,
     /// Byte alignment the caller guarantees for the base and for every
     /// innermost row (vector and bulk accesses rely on it).
     pub align: u32,
+    /// Where it was declared.
     pub loc: Loc,
 }
 
+/// A scalar parameter passed by value at launch.
 #[derive(Clone, Debug)]
 pub struct ScalarDecl {
+    /// The DSL parameter name (in the PTX parameter's name, `s0_<name>`).
     pub name: String,
+    /// Its type (not `bool`).
     pub ty: Scalar,
+    /// Where it was declared.
     pub loc: Loc,
 }
 
+/// A symbolic extent or stride, bound at launch.
 #[derive(Clone, Debug)]
 pub struct SymDecl {
+    /// The name (in the PTX parameter's name, `sym0_<name>`).
     pub name: String,
 }
 
 /// A named, warp-aligned thread range `[first, first + threads)`.
 #[derive(Clone, Debug)]
 pub struct RoleDecl {
+    /// The role's name, for dumps and errors.
     pub name: String,
+    /// The first thread (`%tid.x`), a multiple of 32.
     pub first: u32,
+    /// How many threads, a positive multiple of 32.
     pub threads: u32,
+    /// Where it was declared.
     pub loc: Loc,
 }
 
 impl RoleDecl {
+    /// One past the last thread.
     pub fn end(&self) -> u32 {
         self.first + self.threads
     }
+    /// Whether `thread` (`%tid.x`) is in the role.
     pub fn contains(&self, thread: u32) -> bool {
         (self.first..self.end()).contains(&thread)
     }
 }
 
+/// A shared-memory buffer of the CTA (placed by [`crate::ptx::Layout`]).
 #[derive(Clone, Debug)]
 pub struct BufferDecl {
+    /// The buffer's name, for dumps and errors.
     pub name: String,
+    /// The element type (not `bool`).
     pub elem: Scalar,
     /// Number of elements.
     pub len: u32,
@@ -100,17 +130,22 @@ pub struct BufferDecl {
     pub roles: Vec<Role>,
     /// A buffer filled through this barrier may be read only after a wait on it.
     pub guard: Option<Barrier>,
+    /// Where it was declared.
     pub loc: Loc,
 }
 
 impl BufferDecl {
+    /// Size in bytes.
     pub fn bytes(&self) -> u32 {
         self.elem.bytes() * self.len
     }
 }
 
+/// An mbarrier: 8 bytes of shared memory, phases of `arrivals` arrivals and
+/// `tx_bytes` transaction bytes.
 #[derive(Clone, Debug)]
 pub struct BarrierDecl {
+    /// The barrier's name, for dumps and errors.
     pub name: String,
     /// Arrivals that complete a phase.
     pub arrivals: u32,
@@ -118,6 +153,7 @@ pub struct BarrierDecl {
     pub tx_bytes: u32,
     /// Roles allowed to touch the barrier (empty: every thread).
     pub roles: Vec<Role>,
+    /// Where it was declared.
     pub loc: Loc,
 }
 
@@ -142,45 +178,68 @@ pub struct ScheduleHints {
     pub early: bool,
 }
 
+/// Where a value is defined.
 #[derive(Clone, Debug)]
 pub enum ValueDef {
+    /// Result `n` of an instruction.
     Result(Inst, u32),
+    /// Parameter `n` of a region.
     Param(Region, u32),
 }
 
+/// One SSA value.
 #[derive(Clone, Debug)]
 pub struct ValueData {
+    /// Its type.
     pub ty: Type,
+    /// Its one definition.
     pub def: ValueDef,
 }
 
+/// A region: parameters bound on entry, then instructions in order; a nested
+/// region ends in a `yield`.
 #[derive(Clone, Debug, Default)]
 pub struct RegionData {
+    /// Values bound on entry (a `for`'s `(iv, carried..)`, a `while`'s carried).
     pub params: Vec<Value>,
+    /// The instructions, in execution order.
     pub insts: Vec<Inst>,
 }
 
 /// A whole kernel.
 #[derive(Clone, Debug)]
 pub struct Kernel {
+    /// The PTX entry's name (lowering requires a PTX identifier).
     pub name: String,
+    /// Block, cluster and occupancy the kernel is compiled for.
     pub launch: LaunchDecl,
     /// How the scheduling passes place PDL and cluster waits.
     pub schedule: ScheduleHints,
+    /// Global tensor parameters, in parameter order.
     pub tensors: PrimaryMap<Tensor, TensorDecl>,
+    /// Scalar parameters, in parameter order (after the tensors).
     pub scalars: PrimaryMap<ScalarParam, ScalarDecl>,
+    /// Symbolic extents and strides, in parameter order (after the scalars).
     pub syms: PrimaryMap<Sym, SymDecl>,
+    /// Roles (disjoint thread ranges).
     pub roles: PrimaryMap<Role, RoleDecl>,
+    /// Shared-memory buffers.
     pub buffers: PrimaryMap<Buffer, BufferDecl>,
+    /// Mbarriers (in shared memory after the buffers).
     pub barriers: PrimaryMap<Barrier, BarrierDecl>,
+    /// Every SSA value.
     pub values: PrimaryMap<Value, ValueData>,
+    /// Every instruction, laid out or not: only those reached from [`Kernel::body`]
+    /// run (a pass deletes an instruction by dropping it from its region).
     pub insts: PrimaryMap<Inst, InstData>,
+    /// Every region.
     pub regions: PrimaryMap<Region, RegionData>,
     /// The top-level region (no params).
     pub body: Region,
 }
 
 impl Kernel {
+    /// An empty kernel: no declarations, an empty body.
     pub fn new(name: impl Into<String>, launch: LaunchDecl) -> Kernel {
         let mut regions = PrimaryMap::new();
         let body = regions.push(RegionData::default());
@@ -201,6 +260,7 @@ impl Kernel {
         }
     }
 
+    /// The type of `v`.
     pub fn ty(&self, v: Value) -> Type {
         self.values[v].ty
     }
