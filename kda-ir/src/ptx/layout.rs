@@ -15,7 +15,9 @@ use crate::op::Op;
 /// Byte offsets of the CTA's buffers and mbarriers in dynamic shared memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
+    /// Each buffer's offset, a multiple of its alignment (see the module docs).
     pub buffers: SecondaryMap<Buffer, u32>,
+    /// Each mbarrier's offset, 8-byte aligned, after every buffer.
     pub barriers: SecondaryMap<Barrier, u32>,
     /// Dynamic shared memory to request at launch.
     pub bytes: u32,
@@ -29,6 +31,7 @@ fn align_up(x: u32, a: u32) -> u32 {
 }
 
 impl Layout {
+    /// Lay out `k`'s buffers and mbarriers: the layout the PTX of `k` assumes.
     pub fn of(k: &Kernel) -> Layout {
         let mut bulk = SecondaryMap::<Buffer, bool>::new();
         k.walk(|i, _| {
