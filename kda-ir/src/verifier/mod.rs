@@ -170,15 +170,23 @@ pub(crate) use structure::Layout;
 /// One broken invariant, at an instruction (or at a declaration: `inst: None`).
 #[derive(Clone, Debug)]
 pub struct VerifierError {
+    /// The instruction that breaks it; `None` for a declaration.
     pub inst: Option<Inst>,
+    /// The DSL location of the instruction or declaration.
     pub loc: Loc,
+    /// What is wrong, without the location.
     pub msg: String,
 }
 
 /// Every error found, with the kernel printed and each error inline.
 #[derive(Clone, Debug)]
 pub struct VerifierErrors {
+    /// Every error, in layout order: declarations first, then instructions as
+    /// printed.
     pub errors: Vec<VerifierError>,
+    /// The kernel in the text form with each error as a `;! error: ...` line under
+    /// its instruction (declaration errors on top); only the errors, when the
+    /// region tree is too broken to print.
     pub listing: String,
 }
 
