@@ -39,7 +39,9 @@ use crate::write::write_kernel;
 
 /// One scheduling pass.
 pub struct Pass {
+    /// The pass's module name: in dump file names and [`Options::skip`].
     pub name: &'static str,
+    /// Rewrite the kernel in place; a verified kernel stays verified.
     pub run: fn(&mut Kernel),
 }
 
@@ -63,6 +65,8 @@ pub const PASSES: &[Pass] = &[
     },
 ];
 
+/// How [`compile`] and [`schedule`] run; [`Options::default`] reads
+/// `KDA_DUMP` and `KDA_SKIP_PASSES`.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Verify after every pass (default: in debug builds). The input and the
@@ -99,23 +103,38 @@ impl Default for Options {
     }
 }
 
+/// Why a kernel did not compile.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
+    /// The input, or the kernel after a pass, breaks an IR invariant.
     #[error("kernel `{kernel}` does not verify ({stage}):\n{errors}")]
     Verify {
+        /// The kernel's name.
         kernel: String,
+        /// `input`, or `after <pass>`: a failure after a pass is a pass bug.
         stage: String,
+        /// The broken invariants, with the kernel listed.
         errors: VerifierErrors,
     },
+    /// The verified, scheduled kernel has something the backend cannot lower.
     #[error(transparent)]
     Ptx(#[from] PtxError),
+    /// [`Options::skip`] names no pass of [`PASSES`].
     #[error(
         "unknown pass `{name}` to skip (Options::skip or KDA_SKIP_PASSES); the passes are {known}"
     )]
-    UnknownPass { name: String, known: String },
+    UnknownPass {
+        /// The name given.
+        name: String,
+        /// The pass names, comma-separated.
+        known: String,
+    },
+    /// Writing a stage to [`Options::dump`] failed.
     #[error("KDA_DUMP: writing {path}: {source}")]
     Dump {
+        /// The file being written.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }
@@ -123,8 +142,13 @@ pub enum CompileError {
 /// The scheduled kernel, its PTX and its shared-memory layout.
 #[derive(Clone, Debug)]
 pub struct Compiled {
+    /// The kernel after the passes, which the PTX implements (what
+    /// [`schedule`] alone returns).
     pub scheduled: Kernel,
+    /// The PTX module (one `.visible .entry` named after the kernel).
     pub ptx: String,
+    /// Where each buffer and mbarrier sits in dynamic shared memory, and how
+    /// much to request at launch.
     pub layout: Layout,
 }
 
@@ -183,6 +207,25 @@ pub fn schedule(k: &Kernel, opts: &Options) -> Result<Kernel, CompileError> {
 }
 
 /// Schedule `k` and lower it to PTX.
+///
+/// ```
+/// use kda_ir::pipeline::{Options, compile};
+///
+/// let k = kda_ir::parse::parse_kernel(
+///     r#"kernel square block=64 cluster=1 {
+///   tensor t0 "x": f32[64] strides[1] ready read align 4
+///   tensor t1 "y": f32[64] strides[1] ready write align 4
+///   v0:u32 = special tid
+///   v1:f32 = ld.global t0[v0]
+///   v2:f32 = mul v1, v1
+///   st.global t1[v0], v2
+/// }"#,
+/// )?;
+/// let out = compile(&k, &Options::default())?;
+/// assert!(out.ptx.contains(".visible .entry square("));
+/// assert_eq!(out.layout.bytes, 0); // no shared memory
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn compile(k: &Kernel, opts: &Options) -> Result<Compiled, CompileError> {
     let scheduled = schedule(k, opts)?;
     let ptx = ptx::emit(&scheduled)?;
