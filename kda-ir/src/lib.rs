@@ -1,6 +1,8 @@
 //! kda-ir: the typed SSA IR of kda with structured regions, its text form,
 //! verifier, scheduling passes and the sm_90a PTX backend.
 
+#![warn(missing_docs)]
+
 pub mod builder;
 pub mod entities;
 pub mod kernel;
