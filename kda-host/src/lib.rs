@@ -6,6 +6,7 @@
 //! crate names its arguments (a [`KernelArgs`] and a
 //! [`validate::TensorArg`]) and builds its reference, checks and generator on
 //! top.
+
 #![warn(missing_docs)]
 
 pub mod args;

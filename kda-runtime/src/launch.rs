@@ -9,14 +9,20 @@ use crate::error::RuntimeError;
 /// A scalar kernel argument.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum ScalarArg {
+    /// A `.f32` parameter.
     F32(f32),
+    /// A `.s32` parameter.
     I32(i32),
+    /// A `.u32` parameter.
     U32(u32),
+    /// A `.s64` parameter.
     I64(i64),
+    /// A `.u64` parameter.
     U64(u64),
 }
 
 impl ScalarArg {
+    /// The IR type of the value, checked against the kernel's declaration.
     pub fn scalar(self) -> Scalar {
         match self {
             ScalarArg::F32(_) => Scalar::F32,
@@ -165,7 +171,9 @@ pub fn check_launch(
 /// A host view of one tensor argument: its extents and element strides.
 #[derive(Clone, Debug)]
 pub struct TensorShape {
+    /// Extents, outermost first.
     pub shape: Vec<usize>,
+    /// Element strides, one per extent.
     pub strides: Vec<usize>,
 }
 

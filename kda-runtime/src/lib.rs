@@ -1,5 +1,7 @@
 //! kda-runtime: the same launch API on a CUDA device and on a CPU simulator.
 
+#![warn(missing_docs)]
+
 pub mod any;
 pub mod cuda;
 pub mod error;

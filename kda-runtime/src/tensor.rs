@@ -397,7 +397,10 @@ impl<D: Device, T: Element, const R: usize> TensorArg<'_, D, T, R> {
 /// A tensor argument with its element type and rank erased: what the typed
 /// launch checks against the kernel's declaration.
 pub struct ErasedArg<'a, D: Device> {
+    /// The device buffer the tensor lives in (its base is element 0).
     pub buf: &'a D::Buffer,
+    /// The element type.
     pub dtype: Scalar,
+    /// Extents and element strides.
     pub shape: TensorShape,
 }

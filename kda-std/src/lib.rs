@@ -3,6 +3,7 @@
 //! calls while it is traced, so each emits the same IR in every kernel that
 //! uses it. KdaSplit and the GDN decode kernel resolve their slot tables,
 //! run their causal convs and dot their state rows through these.
+
 #![warn(missing_docs)]
 
 use kda::dsl::{Elem, Regs, Tensor, Val, bf16, fma_with, ix, val};
