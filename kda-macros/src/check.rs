@@ -17,11 +17,12 @@ use proc_macro2::Span;
 
 use crate::ast::{Decl, Kernel, Node, ParamKind};
 use crate::ctxt::Ctxt;
-use crate::flow::{Event, Flow, Kind, RoleCtx, const_eval};
+use crate::flow::{Access, Event, Flow, Kind, RoleCtx, const_eval};
 
 pub fn check(cx: &Ctxt, k: &Kernel, flow: &Flow) {
     let mut seen = Seen::default();
     check_wait_is_armed(cx, flow, &mut seen);
+    check_completed_barrier_is_armed(cx, flow, &mut seen);
     check_wait_completes_per_iteration(cx, flow, &mut seen);
     check_refill_waits_for_release(cx, k, flow, &mut seen);
     check_send_after_cluster_barrier(cx, flow, &mut seen);
@@ -31,6 +32,7 @@ pub fn check(cx: &Ctxt, k: &Kernel, flow: &Flow) {
     check_collectives_converged(cx, flow, &mut seen);
     check_roles(cx, k);
     check_role_access(cx, k, flow, &mut seen);
+    check_shared_bounds(cx, k, flow, &mut seen);
 }
 
 /// (1b) A wait inside a runtime loop waits for a new phase every iteration,
@@ -219,6 +221,63 @@ fn check_wait_is_armed(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
                 ),
             );
         }
+    }
+}
+
+/// (1a) Sends and bulk copies complete transaction bytes, not arrivals: a
+/// phase completes only after its arrivals, so a barrier that `send!`s or
+/// `bulk_copy!`s complete (`completes = bar`) must also be arrived on
+/// somewhere (`bar.arm()`, `bar.arrive_expect_tx(..)`, `bar.arrive()`),
+/// usually by the receiving CTA, which arms it with the bytes it expects.
+/// Checked, like the verifier, on barriers that are waited on, and reported
+/// at the first wait (which never returns). Barriers handed to code the
+/// macro cannot see are left to the verifier.
+fn check_completed_barrier_is_armed(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
+    let mut barriers: Vec<&str> = Vec::new();
+    for e in &flow.events {
+        if let Kind::Send { bar: Some(b), .. } | Kind::BulkCopy { bar: Some(b), .. } = &e.kind
+            && !barriers.contains(&b.as_str())
+        {
+            barriers.push(b);
+        }
+    }
+    for bar in barriers {
+        if escapes(flow, bar) || flow.events.iter().any(|e| arms(e, bar)) {
+            continue;
+        }
+        let Some(wait) = flow
+            .events
+            .iter()
+            .find(|e| matches!(&e.kind, Kind::Wait(b) if b == bar))
+        else {
+            continue;
+        };
+        let at = wait.span;
+        let lines: Vec<String> = flow
+            .events
+            .iter()
+            .filter(|e| completes(e, bar))
+            .map(|c| {
+                let what = match c.kind {
+                    Kind::Send { .. } => "send!",
+                    _ => "bulk_copy!",
+                };
+                format!("`{what}` at line {}", line(c.span))
+            })
+            .collect();
+        if !seen.first(at, "unarmed-completion") {
+            continue;
+        }
+        cx.error_at(
+            at,
+            format!(
+                "`{bar}` is completed only by transaction bytes ({}) and nothing arrives on it, so its phase \
+                 never completes and `{bar}.wait()` never returns: sends and bulk copies complete bytes, not \
+                 arrivals; arm it where it is waited on (`{bar}.arm()` or `{bar}.arrive_expect_tx(..)` on the \
+                 receiving CTA) or arrive on it (`{bar}.arrive()`)",
+                lines.join(", ")
+            ),
+        );
     }
 }
 
@@ -717,6 +776,101 @@ fn check_role_access(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
                     );
             }
             _ => {}
+        }
+    }
+}
+
+/// (9) A shared-buffer access at constant indices lies inside the declared
+/// extent: one index is a flat element index (row-major over all
+/// dimensions) and with the send's lanes covers `i..i + lanes` of the
+/// product of the extents; `[[r, c]]` has one index per dimension, each
+/// below its extent. Out of bounds the store or send lands on the next
+/// buffer or an mbarrier behind it, which neither ptxas nor the hardware
+/// reports. Indices the macro cannot evaluate, accesses under comptime
+/// conditions it cannot decide, and extents that are not literals are left
+/// to the verifier.
+fn check_shared_bounds(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
+    for e in flow.events.iter().filter(|e| !e.def && !e.comptime_cond) {
+        let Kind::SharedAccess {
+            buf,
+            index,
+            lanes,
+            access,
+            tokens,
+        } = &e.kind
+        else {
+            continue;
+        };
+        let Some(Decl::Buffer(i)) = k.decls.get(buf) else {
+            continue;
+        };
+        let Node::Shared(sh) = &k.nodes[*i] else {
+            continue;
+        };
+        let dims: Vec<Option<u64>> = sh.dims.iter().map(const_eval).collect();
+        let shape = format!(
+            "`[{}; {}]`",
+            sh.elem.name,
+            sh.dims
+                .iter()
+                .map(|d| quote::ToTokens::to_token_stream(d).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let what = match access {
+            Access::Load => "load",
+            Access::Store => "store",
+            Access::Send => "DSMEM send",
+        };
+        let msg = if let [Some(at)] = index[..] {
+            let Some(n) = dims.iter().try_fold(1u64, |a, d| a.checked_mul((*d)?)) else {
+                continue;
+            };
+            let end = at.saturating_add(*lanes);
+            if end <= n {
+                continue;
+            }
+            let flat = if dims.len() > 1 {
+                " (one index is flat over all dimensions)"
+            } else {
+                ""
+            };
+            if *lanes > 1 {
+                format!(
+                    "this {lanes}-lane {what} writes elements {at}..{end} of `{buf}`, which has {n} elements \
+                     ({shape}){flat}: past its end it overwrites what lies behind the buffer; a {lanes}-lane \
+                     {what} starts at an index in 0..={}",
+                    n.saturating_sub(*lanes)
+                )
+            } else {
+                format!(
+                    "index {at} is out of bounds for `{buf}`, which has {n} elements ({shape}){flat}: the \
+                     {what} would touch the memory behind the buffer; an index into it lies in 0..{n}"
+                )
+            }
+        } else if index.len() == dims.len() {
+            let Some((d, at, n)) =
+                index
+                    .iter()
+                    .zip(&dims)
+                    .enumerate()
+                    .find_map(|(d, (i, n))| match (i, n) {
+                        (Some(i), Some(n)) if i >= n => Some((d, *i, *n)),
+                        _ => None,
+                    })
+            else {
+                continue;
+            };
+            format!(
+                "index {at} in dimension {d} of `{buf}` is out of bounds: that extent is {n} ({shape}), so the \
+                 {what} would touch the wrong element or the memory behind the buffer; an index in dimension \
+                 {d} lies in 0..{n}"
+            )
+        } else {
+            continue;
+        };
+        if seen.first(e.span, "bounds") {
+            cx.error_spanned_by(tokens, msg);
         }
     }
 }

@@ -14,6 +14,7 @@ use syn::Expr;
 use syn::spanned::Spanned;
 
 use super::Walker;
+use super::syntax::const_eval;
 use crate::ast::Decl;
 
 /// The threads an event runs on.
@@ -54,9 +55,28 @@ pub enum Kind {
     ReadShared(String),
     UseBarrier(String),
     UseBuffer(String),
+    /// An element access of a shared buffer (`buf[i]`, `buf[[r, c]] = v`,
+    /// `send!(buf[i] = ..)`) with at least one index the macro evaluates;
+    /// `index`: one entry per written index (flat when there is one),
+    /// `lanes`: consecutive elements written from there.
+    SharedAccess {
+        buf: String,
+        index: Vec<Option<u64>>,
+        lanes: u64,
+        access: Access,
+        /// The index as written, to underline all of it.
+        tokens: proc_macro2::TokenStream,
+    },
     Collective(String),
     /// A barrier passed to code the macro cannot see (a function call).
     Escape(String),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Access {
+    Load,
+    Store,
+    Send,
 }
 
 /// A collective under a lane-varying condition.
@@ -152,6 +172,29 @@ impl Walker<'_> {
                 via: Some(name.clone()),
             })
         }
+    }
+
+    /// An element access of shared buffer `buf` at `index`, recorded when
+    /// some index is a constant the macro evaluates (the bounds check).
+    pub(super) fn shared_access(&mut self, buf: &str, index: &Expr, lanes: u64, access: Access) {
+        let parts: Vec<Option<u64>> = match index {
+            Expr::Array(a) => a.elems.iter().map(const_eval).collect(),
+            Expr::Range(_) => return,
+            e => vec![const_eval(e)],
+        };
+        if parts.iter().all(Option::is_none) {
+            return;
+        }
+        self.event(
+            Kind::SharedAccess {
+                buf: buf.to_string(),
+                index: parts,
+                lanes,
+                access,
+                tokens: quote::ToTokens::to_token_stream(index),
+            },
+            index.span(),
+        );
     }
 
     /// Barriers handed to code the macro does not see.

@@ -54,7 +54,7 @@ use proc_macro2::Span;
 use crate::ast::{Decl, Kernel, Node};
 
 pub use decls::root;
-pub use events::{Event, Flow, Kind, RoleCtx};
+pub use events::{Access, Event, Flow, Kind, RoleCtx};
 pub use level::Level;
 pub use mark::{is_marked, mark, take_mark};
 pub use syntax::{const_eval, is_range_iter};

@@ -7,7 +7,7 @@
 use syn::Expr;
 use syn::spanned::Spanned;
 
-use super::{Kind, Level, RoleCtx, UNKNOWN, Walker, const_eval};
+use super::{Access, Kind, Level, RoleCtx, UNKNOWN, Walker, const_eval};
 use crate::ast::{Decl, Dest, Node, SendValue};
 
 impl Walker<'_> {
@@ -110,6 +110,7 @@ impl Walker<'_> {
                     s.span,
                 );
                 if let Some((name, Decl::Buffer(_))) = buf {
+                    self.shared_access(&name, &s.index, lanes, Access::Send);
                     self.event(Kind::UseBuffer(name), s.base.span());
                 }
                 if let Some(name) = bar {

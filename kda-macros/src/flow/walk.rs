@@ -12,7 +12,7 @@ use syn::{
 };
 
 use super::syntax::{let_ident, strip};
-use super::{ClosureDef, Kind, Level, UNKNOWN, Walker, const_eval, mark, root};
+use super::{Access, ClosureDef, Kind, Level, UNKNOWN, Walker, const_eval, mark, root};
 use crate::ast::Decl;
 use crate::symbol::*;
 
@@ -231,6 +231,7 @@ impl Walker<'_> {
                         if compound {
                             self.event(Kind::ReadShared(name.clone()), ix.expr.span());
                         }
+                        self.shared_access(&name, &ix.index, 1, Access::Store);
                         self.event(Kind::UseBuffer(name), ix.expr.span());
                     }
                     _ => {
@@ -289,6 +290,7 @@ impl Walker<'_> {
             Some((name, Decl::Buffer(_))) => {
                 self.place(&mut ix.expr);
                 self.event(Kind::ReadShared(name.clone()), ix.expr.span());
+                self.shared_access(&name, &ix.index, 1, Access::Load);
                 self.event(Kind::UseBuffer(name), ix.expr.span());
                 Level::Runtime {
                     varying: il.varying(),

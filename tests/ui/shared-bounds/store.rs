@@ -1,0 +1,19 @@
+// `tile` has 32 elements: a store at the comptime index 32 writes past its
+// end, onto whatever the layout puts behind it.
+use kda::cluster_kernel;
+
+#[cluster_kernel(block = 32)]
+fn tail(out: Tensor<f32, rows, 32>) {
+    let tile = shared!([f32; 32]);
+    let lane = thread_idx() % 32;
+    tile[lane] = lane.cast::<f32>();
+    if lane == 0 {
+        tile[4 * 8] = 0.0;
+    }
+    bar_sync(0, 32);
+    out[[block_idx(0), lane]] = tile[lane];
+}
+
+fn main() {
+    let _ = tail();
+}
