@@ -80,6 +80,9 @@ pub trait Device {
     fn synchronize(&self) -> Result<(), RuntimeError>;
 }
 
+/// The largest grid CUDA launches, per dimension (x, y, z).
+pub const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
 /// Check a launch against the kernel's declarations before any device sees it:
 /// counts and types of symbols, scalars and tensors, the grid against the
 /// cluster size, and that every tensor's extent fits its buffer.
@@ -128,23 +131,40 @@ pub fn check_launch(
     if cfg.grid.contains(&0) {
         return bad(format!("empty grid {:?}", cfg.grid));
     }
+    // CUDA's limits; past them the driver refuses the launch and the
+    // simulator's CTA count would overflow.
+    if cfg.grid[0] > MAX_GRID[0] || cfg.grid[1] > MAX_GRID[1] || cfg.grid[2] > MAX_GRID[2] {
+        return bad(format!(
+            "grid {:?} exceeds the device limits {MAX_GRID:?}",
+            cfg.grid
+        ));
+    }
     if !cfg.grid[0].is_multiple_of(kernel.launch.cluster) {
         return bad(format!(
             "grid.x = {} is not a multiple of the cluster size {}",
             cfg.grid[0], kernel.launch.cluster
         ));
     }
-    let value = |d: &Dim| -> i64 {
+    // A constant past i64::MAX is out of range, not negative.
+    let value = |d: &Dim| -> Option<i64> {
         match *d {
-            Dim::Const(c) => c as i64,
-            Dim::Sym(s) => cfg.syms[s.as_u32() as usize],
+            Dim::Const(c) => i64::try_from(c).ok(),
+            Dim::Sym(s) => cfg.syms.get(s.as_u32() as usize).copied(),
         }
     };
     for ((_, t), &bytes) in kernel.tensors.iter().zip(buffer_bytes) {
         // The last element reachable through shape and strides must lie in the buffer.
-        let mut last = 0i64;
+        let overflow = || {
+            bad(format!(
+                "tensor `{}`: its extents and strides overflow a 64-bit byte span",
+                t.name
+            ))
+        };
+        let mut last = Some(0i64);
         for (d, s) in t.shape.iter().zip(&t.strides) {
-            let (n, st) = (value(d), value(s));
+            let (Some(n), Some(st)) = (value(d), value(s)) else {
+                return overflow();
+            };
             if n < 0 || st < 0 {
                 return bad(format!(
                     "tensor `{}` has a negative extent or stride",
@@ -152,12 +172,18 @@ pub fn check_launch(
                 ));
             }
             if n == 0 {
-                last = -1;
+                last = Some(-1);
                 break;
             }
-            last += (n - 1) * st;
+            last = last.and_then(|l| l.checked_add((n - 1).checked_mul(st)?));
         }
-        let need = (last + 1) as usize * t.dtype.bytes() as usize;
+        let need = last
+            .and_then(|l| l.checked_add(1))
+            .and_then(|n| usize::try_from(n).ok())
+            .and_then(|n| n.checked_mul(t.dtype.bytes() as usize));
+        let Some(need) = need else {
+            return overflow();
+        };
         if need > bytes {
             return bad(format!(
                 "tensor `{}` spans {need} bytes but its buffer holds {bytes}",

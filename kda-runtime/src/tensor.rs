@@ -146,7 +146,11 @@ impl<D: Device, T: Element, const R: usize> DeviceTensor<D, T, R> {
                 storage.len()
             )));
         }
-        let mut bytes = Vec::with_capacity(storage.len() * T::SCALAR.bytes() as usize);
+        let cap = storage
+            .len()
+            .checked_mul(T::SCALAR.bytes() as usize)
+            .ok_or_else(|| tensor_error(format!("{} elements overflow", storage.len())))?;
+        let mut bytes = Vec::with_capacity(cap);
         for &v in storage {
             v.put(&mut bytes);
         }
@@ -369,18 +373,41 @@ impl<D: Device, T: Element, const R: usize> TensorArg<'_, D, T, R> {
     pub fn to_vec(&self, dev: &D) -> Result<Vec<T>, RuntimeError> {
         let bytes = dev.download(self.buf)?;
         let size = T::SCALAR.bytes() as usize;
-        let n: usize = self.shape.iter().product();
-        let mut out = Vec::with_capacity(n);
+        // A view from `from_raw` is not checked against its buffer: every
+        // offset is computed checked, and one past the buffer is an error.
+        let past = |idx: &[usize; R]| {
+            tensor_error(format!(
+                "element {idx:?} lies past the buffer's {} bytes",
+                bytes.len()
+            ))
+        };
+        let n = self
+            .shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| tensor_error(format!("shape {:?} overflows", self.shape)))?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let fits = span_elems(&self.shape, &self.strides)
+            .and_then(|e| e.checked_mul(size))
+            .is_some_and(|b| b <= bytes.len());
+        if !fits {
+            return Err(past(&self.shape.map(|d| d.saturating_sub(1))));
+        }
+        // A broadcast view (stride 0) may name more elements than the buffer
+        // holds; reserve no more than the buffer's.
+        let mut out = Vec::with_capacity(n.min(bytes.len() / size.max(1)));
         let mut idx = [0usize; R];
         for _ in 0..n {
-            let off: usize = idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum();
-            let at = off * size;
-            let b = bytes.get(at..at + size).ok_or_else(|| {
-                tensor_error(format!(
-                    "element {idx:?} lies past the buffer's {} bytes",
-                    bytes.len()
-                ))
-            })?;
+            let off = idx
+                .iter()
+                .zip(&self.strides)
+                .try_fold(0usize, |a, (i, s)| a.checked_add(i.checked_mul(*s)?));
+            let at = off.and_then(|o| o.checked_mul(size));
+            let b = at
+                .and_then(|at| bytes.get(at..at.checked_add(size)?))
+                .ok_or_else(|| past(&idx))?;
             out.push(T::get(b));
             for d in (0..R).rev() {
                 idx[d] += 1;
