@@ -105,9 +105,10 @@ pub struct RoleDecl {
 }
 
 impl RoleDecl {
-    /// One past the last thread.
+    /// One past the last thread, saturating: a range past `u32::MAX` lies
+    /// outside every block, which the verifier reports.
     pub fn end(&self) -> u32 {
-        self.first + self.threads
+        self.first.saturating_add(self.threads)
     }
     /// Whether `thread` (`%tid.x`) is in the role.
     pub fn contains(&self, thread: u32) -> bool {
@@ -135,9 +136,19 @@ pub struct BufferDecl {
 }
 
 impl BufferDecl {
-    /// Size in bytes.
+    /// The buffer's size in bytes. Computed in `u64`, where `u32` elements of
+    /// at most 16 bytes cannot overflow (a `u32` product wrapped: a 4 GiB
+    /// buffer passed the shared-memory budget as 0 bytes).
+    pub fn size(&self) -> u64 {
+        u64::from(self.elem.bytes()) * u64::from(self.len)
+    }
+
+    /// [`size`](Self::size) as a `u32`, saturating at `u32::MAX`. The
+    /// verifier rejects any buffer past the 227 KiB budget, so a verified
+    /// kernel never saturates; an unverified one gets a size too large for
+    /// every check rather than a wrapped small one.
     pub fn bytes(&self) -> u32 {
-        self.elem.bytes() * self.len
+        u32::try_from(self.size()).unwrap_or(u32::MAX)
     }
 }
 

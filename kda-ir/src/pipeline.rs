@@ -2,7 +2,9 @@
 //! [`PASSES`] in order (verifying after each in debug builds and tests), then
 //! lower to PTX. `KDA_DUMP=<dir>` (or [`Options::dump`]) writes every stage:
 //! `<kernel>.0-input.ir`, `<kernel>.<n>-<pass>.ir` after pass n, and
-//! `<kernel>.ptx`. `KDA_SKIP_PASSES=<pass>,...` (or [`Options::skip`]) leaves
+//! `<kernel>.ptx`; a stage that fails to verify writes the whole kernel with
+//! each error inline to `<kernel>.verify-<stage>.ir` (the error itself shows
+//! only each failing instruction in its context). `KDA_SKIP_PASSES=<pass>,...` (or [`Options::skip`]) leaves
 //! passes out, to bisect a scheduling problem.
 //!
 //! The program is written once: a `pdl.wait` right before each role's first
@@ -107,14 +109,17 @@ impl Default for Options {
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
     /// The input, or the kernel after a pass, breaks an IR invariant.
-    #[error("kernel `{kernel}` does not verify ({stage}):\n{errors}")]
+    #[error("kernel `{kernel}` does not verify ({stage}):\n{errors}{}", dumped_to(.dumped))]
     Verify {
         /// The kernel's name.
         kernel: String,
         /// `input`, or `after <pass>`: a failure after a pass is a pass bug.
         stage: String,
-        /// The broken invariants, with the kernel listed.
-        errors: VerifierErrors,
+        /// The broken invariants (boxed: the whole listing and the excerpt
+        /// travel with them).
+        errors: Box<VerifierErrors>,
+        /// Where the whole annotated listing was written (`KDA_DUMP`).
+        dumped: Option<PathBuf>,
     },
     /// The verified, scheduled kernel has something the backend cannot lower.
     #[error(transparent)]
@@ -160,11 +165,29 @@ fn dump(opts: &Options, file: String, text: &str) -> Result<(), CompileError> {
         .map_err(|source| CompileError::Dump { path, source })
 }
 
-fn check(k: &Kernel, stage: &str) -> Result<(), CompileError> {
-    verifier::verify(k).map_err(|errors| CompileError::Verify {
+fn dumped_to(p: &Option<PathBuf>) -> String {
+    p.as_ref()
+        .map(|p| format!("the annotated kernel: {}\n", p.display()))
+        .unwrap_or_default()
+}
+
+/// Verify; on failure write the whole annotated listing to the dump folder
+/// (`<kernel>.verify-<stage>.ir`), since the error shows only an excerpt.
+fn check(k: &Kernel, stage: &str, opts: &Options) -> Result<(), CompileError> {
+    let Err(errors) = verifier::verify(k) else {
+        return Ok(());
+    };
+    let slug: String = stage
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let file = format!("{}.verify-{slug}.ir", k.name);
+    dump(opts, file.clone(), &errors.listing)?;
+    Err(CompileError::Verify {
         kernel: k.name.clone(),
         stage: stage.to_string(),
-        errors,
+        errors: Box::new(errors),
+        dumped: opts.dump.as_ref().map(|d| d.join(file)),
     })
 }
 
@@ -181,7 +204,7 @@ pub fn schedule(k: &Kernel, opts: &Options) -> Result<Kernel, CompileError> {
             known: known.join(", "),
         });
     }
-    check(k, "input")?;
+    check(k, "input", opts)?;
     dump(opts, format!("{}.0-input.ir", k.name), &write_kernel(k))?;
     let mut k = k.clone();
     let mut last = "input";
@@ -192,7 +215,7 @@ pub fn schedule(k: &Kernel, opts: &Options) -> Result<Kernel, CompileError> {
         (pass.run)(&mut k);
         last = pass.name;
         if opts.verify_each_pass {
-            check(&k, &format!("after {}", pass.name))?;
+            check(&k, &format!("after {}", pass.name), opts)?;
         }
         dump(
             opts,
@@ -201,7 +224,7 @@ pub fn schedule(k: &Kernel, opts: &Options) -> Result<Kernel, CompileError> {
         )?;
     }
     if !opts.verify_each_pass && last != "input" {
-        check(&k, &format!("after {last}"))?;
+        check(&k, &format!("after {last}"), opts)?;
     }
     Ok(k)
 }
@@ -230,7 +253,10 @@ pub fn compile(k: &Kernel, opts: &Options) -> Result<Compiled, CompileError> {
     let scheduled = schedule(k, opts)?;
     let ptx = ptx::emit(&scheduled)?;
     dump(opts, format!("{}.ptx", scheduled.name), &ptx)?;
-    let layout = Layout::of(&scheduled);
+    let layout = Layout::try_of(&scheduled).map_err(|e| PtxError {
+        loc: crate::loc::Loc::synthetic(),
+        msg: e.to_string(),
+    })?;
     Ok(Compiled {
         scheduled,
         ptx,

@@ -26,13 +26,38 @@ pub struct Layout {
 /// Every mbarrier is one 8-byte word.
 pub const MBARRIER_BYTES: u32 = 8;
 
-fn align_up(x: u32, a: u32) -> u32 {
-    x.div_ceil(a) * a
+/// The buffers and mbarriers do not fit the 32-bit shared window (a kernel
+/// the verifier would reject for its shared-memory budget).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the shared-memory layout overflows 32 bits at {what} ({bytes} bytes before it); the budget is 227 KiB per CTA"
+)]
+pub struct LayoutError {
+    /// The buffer or mbarrier that no longer fits, as `buf0 "name"`.
+    pub what: String,
+    /// Bytes laid out before it (saturated).
+    pub bytes: u64,
 }
 
 impl Layout {
-    /// Lay out `k`'s buffers and mbarriers: the layout the PTX of `k` assumes.
+    /// The layout of a verified kernel (its buffers fit the 227 KiB budget,
+    /// so nothing overflows). For a kernel that may not verify use
+    /// [`Layout::try_of`]; here offsets past 32 bits saturate at `u32::MAX`
+    /// (outside any shared window) rather than wrapping onto another buffer.
     pub fn of(k: &Kernel) -> Layout {
+        Layout::compute(k).0
+    }
+
+    /// The layout, or which buffer or mbarrier first overflows 32 bits.
+    pub fn try_of(k: &Kernel) -> Result<Layout, LayoutError> {
+        match Layout::compute(k) {
+            (l, None) => Ok(l),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// The saturated layout and the first overflow, if any.
+    fn compute(k: &Kernel) -> (Layout, Option<LayoutError>) {
         let mut bulk = SecondaryMap::<Buffer, bool>::new();
         k.walk(|i, _| {
             if let Op::BulkCopy { buffer, .. } = k.insts[i].op {
@@ -47,23 +72,40 @@ impl Layout {
         let mut order: Vec<Buffer> = k.buffers.keys().collect();
         order.sort_by_key(|&b| std::cmp::Reverse(align(b)));
 
-        let mut at = 0;
+        // Offsets in u64, where a u32 size or alignment cannot overflow.
+        let mut first: Option<LayoutError> = None;
+        let mut fit = |at: u64, what: &dyn Fn() -> String| -> u32 {
+            u32::try_from(at).unwrap_or_else(|_| {
+                first.get_or_insert_with(|| LayoutError {
+                    what: what(),
+                    bytes: at,
+                });
+                u32::MAX
+            })
+        };
+        let up = |x: u64, a: u32| x.next_multiple_of(u64::from(a.max(1)));
+        let mut at: u64 = 0;
         let mut buffers = SecondaryMap::new();
         for b in order {
-            at = align_up(at, align(b));
-            buffers[b] = at;
-            at += k.buffers[b].bytes();
+            let d = &k.buffers[b];
+            at = up(at, align(b));
+            buffers[b] = fit(at, &|| format!("{b} {:?}", d.name));
+            at = at.saturating_add(d.size());
         }
         let mut barriers = SecondaryMap::new();
-        at = align_up(at, MBARRIER_BYTES);
-        for b in k.barriers.keys() {
-            barriers[b] = at;
-            at += MBARRIER_BYTES;
+        at = up(at, MBARRIER_BYTES);
+        for (b, d) in k.barriers.iter() {
+            barriers[b] = fit(at, &|| format!("{b} {:?}", d.name));
+            at = at.saturating_add(u64::from(MBARRIER_BYTES));
         }
-        Layout {
-            buffers,
-            barriers,
-            bytes: align_up(at, 16),
-        }
+        let bytes = fit(up(at, 16), &|| "the end of the window".into());
+        (
+            Layout {
+                buffers,
+                barriers,
+                bytes,
+            },
+            first,
+        )
     }
 }

@@ -198,7 +198,19 @@ impl Emitter<'_> {
             let next = match stride {
                 Dim::Const(0) => continue,
                 Dim::Const(c) => {
-                    let coef = c * size;
+                    // The byte stride is an s64 immediate.
+                    let coef = c
+                        .checked_mul(size)
+                        .filter(|&b| i64::try_from(b).is_ok())
+                        .ok_or_else(|| {
+                            self.err(
+                                i,
+                                format!(
+                                    "tensor {t} {:?}: stride {c} × {size} bytes overflows a 64-bit byte offset",
+                                    decl.name
+                                ),
+                            )
+                        })?;
                     let next = self.new_reg(Bank::B64);
                     if r.bank == Bank::B32 && coef <= i32::MAX as u64 {
                         let w = if s.is_signed() { "s32" } else { "u32" };

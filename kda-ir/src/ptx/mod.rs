@@ -43,7 +43,7 @@ use std::fmt;
 use crate::kernel::Kernel;
 use crate::loc::Loc;
 
-pub use layout::Layout;
+pub use layout::{Layout, LayoutError};
 
 /// The PTX ISA version emitted (`st.async` needs 8.1).
 pub const PTX_VERSION: &str = "8.1";
@@ -71,5 +71,11 @@ impl std::error::Error for PtxError {}
 
 /// Lower a verified kernel to PTX text.
 pub fn emit(k: &Kernel) -> Result<String, PtxError> {
+    // The emitter addresses shared memory through the layout: one that
+    // overflowed 32 bits would put buffers on top of each other.
+    Layout::try_of(k).map_err(|e| PtxError {
+        loc: Loc::synthetic(),
+        msg: e.to_string(),
+    })?;
     emitter::Emitter::new(k).run()
 }

@@ -136,12 +136,18 @@ fn barriers(cx: &mut Ctx) {
 
 /// Buffers and mbarriers laid out largest alignment first (the least padding
 /// any layout can have) must fit in [`SMEM_LIMIT`].
+///
+/// Sizes and alignments are taken in `u64` and summed saturating: a declared
+/// `u32` length or alignment cannot overflow them, and a sum past `u64::MAX`
+/// is over the limit either way. An alignment that is not a power of two
+/// (reported by `buffers`) counts as the next one, which in `u64` always
+/// exists for a `u32`.
 fn budget(cx: &mut Ctx) {
     let k = cx.k;
     let mut items: Vec<(u64, u64)> = k
         .buffers
         .values()
-        .map(|d| (d.bytes() as u64, d.align.max(1).next_power_of_two() as u64))
+        .map(|d| (d.size(), u64::from(d.align.max(1)).next_power_of_two()))
         .collect();
     items.extend(
         k.barriers
@@ -150,21 +156,26 @@ fn budget(cx: &mut Ctx) {
     );
     items.sort_by_key(|&(_, align)| std::cmp::Reverse(align));
     let total = items.iter().fold(0u64, |at, &(bytes, align)| {
-        at.next_multiple_of(align) + bytes
+        at.checked_next_multiple_of(align)
+            .unwrap_or(u64::MAX)
+            .saturating_add(bytes)
     });
     if total <= SMEM_LIMIT {
         return;
     }
-    let buffers: u64 = k.buffers.values().map(|d| d.bytes() as u64).sum();
+    let buffers = k
+        .buffers
+        .values()
+        .fold(0u64, |sum, d| sum.saturating_add(d.size()));
     let nbar = k.barriers.len() as u64;
-    let largest = k.buffers.iter().max_by_key(|(_, d)| d.bytes());
+    let largest = k.buffers.iter().max_by_key(|(_, d)| d.size());
     let (loc, which) = match largest {
         Some((b, d)) => (
             d.loc.clone(),
             format!(
                 "; the largest buffer is {b} {:?} ({} bytes)",
                 d.name,
-                d.bytes()
+                d.size()
             ),
         ),
         None => (Loc::synthetic(), String::new()),

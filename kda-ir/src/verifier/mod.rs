@@ -1,7 +1,10 @@
 //! The IR verifier. [`verify`] checks every invariant listed here on a whole
 //! kernel, collects every broken one (each with its instruction and DSL source
 //! location) and reprints the kernel with each error inline: `;! error: ...`
-//! under the instruction, declaration errors above the `kernel` line.
+//! under the instruction, declaration errors above the `kernel` line
+//! ([`VerifierErrors::listing`]). Its `Display` shows only each failing
+//! instruction with the headers of its enclosing regions and a few
+//! neighbours ([`VerifierErrors::excerpt`]).
 //!
 //! The structure checks run first: every other family walks the region tree
 //! and indexes declarations, which is only safe on a well-formed tree, so a
@@ -148,10 +151,26 @@
 //! region does (it runs at least once); never after a `for` (it may run zero
 //! times); facts established in a `role` region hold again in later regions
 //! of the same role, never outside it.
+//!
+//! # Bounds (`bounds.rs`)
+//!
+//! * an `ld.shared`, `st.shared`, `st.async`, `cp.async` or `cp.async.bulk`
+//!   whose element index has a range provable from constants, `tid` (its
+//!   role's threads), `laneid`, the cluster rank, constant `for` loops and
+//!   `+ - * << >> / % & min max cvt` of those (narrowed by enclosing `if`
+//!   comparisons with constants) stays inside its buffer, counting the
+//!   value's lanes or the copy's bytes; `st.async` sends to a rank below
+//!   the cluster size; a `cp.async.bulk` from a tensor with constant extents
+//!   and strides reads no element past the tensor's last. Reported when
+//!   both ends of the range are reached by some thread or iteration, or
+//!   when no part of it lies inside; over-approximated ranges are left to
+//!   the simulator.
 
+mod bounds;
 mod decls;
 mod mbarrier;
 mod order;
+mod report;
 mod roles;
 mod signature;
 mod ssa;
@@ -186,16 +205,25 @@ pub struct VerifierErrors {
     pub errors: Vec<VerifierError>,
     /// The kernel in the text form with each error as a `;! error: ...` line under
     /// its instruction (declaration errors on top); only the errors, when the
-    /// region tree is too broken to print.
+    /// region tree is too broken to print. The filetests hold it; the pipeline
+    /// writes it to `KDA_DUMP`.
     pub listing: String,
+    /// Each error under its instruction, with the headers of the enclosing
+    /// regions and a few neighbours: what `Display` shows.
+    pub excerpt: String,
 }
 
 impl fmt::Display for VerifierErrors {
+    /// The errors with their locations, then each in its context; the whole
+    /// listing only where asked for (it buried the one useful line).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for e in &self.errors {
             writeln!(f, "error: {} (at {})", e.msg, e.loc)?;
         }
-        f.write_str(&self.listing)
+        f.write_str(&self.excerpt)?;
+        f.write_str(
+            "(the whole kernel with each error inline: set KDA_DUMP=<dir>, or print VerifierErrors::listing)\n",
+        )
     }
 }
 
@@ -217,6 +245,7 @@ pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
         uniform::check(&mut cx, layout, &uni);
         mbarrier::check(&mut cx, layout, &uni);
         order::check(&mut cx, layout);
+        bounds::check(&mut cx, layout);
     }
     if cx.errors.is_empty() {
         return Ok(());
@@ -229,12 +258,18 @@ pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
         (Some(i), None) => i.as_u32() as usize + 1,
     };
     errors.sort_by_key(rank);
-    let listing = if printable {
-        listing(k, &errors)
+    let (listing, excerpt) = if printable {
+        let layout = layout.as_ref();
+        (listing(k, &errors), report::excerpt(k, layout, &errors))
     } else {
-        unprintable_listing(&errors)
+        let l = unprintable_listing(&errors);
+        (l.clone(), l)
     };
-    Err(VerifierErrors { errors, listing })
+    Err(VerifierErrors {
+        errors,
+        listing,
+        excerpt,
+    })
 }
 
 /// The kernel printed with each error under its instruction.

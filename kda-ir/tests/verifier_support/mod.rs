@@ -78,10 +78,11 @@ impl Demo {
         let sender = b.role("sender", 0, 32);
         let receiver = b.role("receiver", 32, 32);
         let full = b.mbarrier("inbox_full", 1, self.tx, &[sender, receiver]);
+        // Each lane sends `send_lanes` elements: room for all of them.
         let inbox = b.shared(
             "inbox",
             Scalar::F32,
-            32,
+            32 * u32::from(self.send_lanes.max(1)),
             16,
             &[sender, receiver],
             Some(full),
@@ -122,11 +123,16 @@ impl Demo {
             let c = b.u32(cluster);
             let next = b.add(rank, one);
             let peer = b.bin(BinOp::Rem, next, c);
-            let sent = match self.send_lanes {
-                1 => y,
-                n => b.pack(&vec![y; n as usize]),
+            let (sent, at) = match self.send_lanes {
+                1 => (y, lane),
+                n => {
+                    // A vector lands at its own element index, not on the
+                    // next lane's elements.
+                    let w = b.u32(n.into());
+                    (b.pack(&vec![y; n as usize]), b.mul(lane, w))
+                }
             };
-            b.st_async(inbox, lane, sent, peer, full);
+            b.st_async(inbox, at, sent, peer, full);
         });
 
         b.in_role(receiver, |b| {
