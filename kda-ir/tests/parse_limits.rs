@@ -1,4 +1,4 @@
-//! The text parser's limits: entity numbers it would have to allocate for
+//! The text parser's limits and malformed operands: entity numbers it would have to allocate for
 //! and region nesting it would have to recurse through are refused with a
 //! located error instead of taking gigabytes or overflowing the stack.
 
@@ -46,4 +46,18 @@ fn nesting_beyond_the_limit_is_an_error_not_a_stack_overflow() {
     );
     // Deep but legal nesting still parses.
     parse_kernel(&nested_ifs(MAX_NESTING - 1)).unwrap();
+}
+
+#[test]
+fn a_shared_access_without_its_index_is_a_parse_error() {
+    // Found by the IR fuzz test: `ld.shared buf0[]` parsed, printed as
+    // `<missing>` and did not parse back.
+    let text = "kernel t block=32 cluster=1 {\n  shared buf0 \"data\": f32[32] align 16\n  v0:f32 = ld.shared buf0[ ]\n}\n";
+    let err = parse_kernel(text).unwrap_err();
+    assert_eq!(err.line, 3, "{err}");
+    assert!(
+        err.to_string()
+            .contains("a shared buffer takes one element index"),
+        "{err}"
+    );
 }

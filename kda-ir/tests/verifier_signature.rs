@@ -568,7 +568,7 @@ fn async_copies_and_sends() {
         },
     );
     bad(
-        "`cp.async.bulk` copies 512 bytes into buf0 \"s\", which holds 256",
+        "`cp.async.bulk` copies 512 bytes from t0 \"x\" into buf0 \"s\", which holds 256",
         |b| {
             with_async(b, 16, |b, s, bar, t| {
                 let i = b.u32(0);

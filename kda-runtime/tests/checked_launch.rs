@@ -85,3 +85,25 @@ fn a_view_whose_offsets_overflow_is_an_error() {
     let col = t.view([2], [2]).expect("view");
     assert_eq!(col.to_vec(&dev).expect("read"), [1.0, 3.0]);
 }
+
+#[test]
+fn an_unverified_shared_layout_past_32_bits_is_refused_not_wrapped() {
+    // Two buffers of 4 GiB: the simulator's layout used to wrap both to
+    // offset 0. The verifier's budget refuses the kernel; loading it
+    // unverified must refuse the layout too.
+    let text = "kernel big block=32 cluster=1 {
+  shared buf0 \"big\": f32[1073741824] align 16
+  shared buf1 \"more\": f32[1073741824] align 16
+}
+";
+    let k = parse_kernel(text).unwrap_or_else(|e| panic!("{e}"));
+    let dev = SimDevice::with_options(kda_runtime::SimOptions {
+        verify: false,
+        ..Default::default()
+    });
+    let e = dev.load(&k).unwrap_err();
+    assert!(
+        e.to_string().contains("a shared-memory layout past 4 GiB"),
+        "{e}"
+    );
+}

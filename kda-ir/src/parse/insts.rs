@@ -42,6 +42,22 @@ impl Parser {
 
     /// A nested region: `|v1:i32, v2:f32| { ... }` (parameters optional).
     /// Returns it and the implied empty `yield` added at its end, if any.
+    /// `[v]`: the one element index of a shared buffer (buffers are flat).
+    fn flat_index(&mut self) -> R<Vec<Value>> {
+        let pos = self.pos();
+        let index = self.index()?;
+        if index.len() != 1 {
+            return err(
+                pos,
+                format!(
+                    "a shared buffer takes one element index (`buf0[v3]`), found {}",
+                    index.len()
+                ),
+            );
+        }
+        Ok(index)
+    }
+
     fn region(&mut self) -> R<(Region, Option<Inst>)> {
         if self.depth >= MAX_NESTING {
             return err(
@@ -202,11 +218,11 @@ impl Parser {
             }
             C::LdShared => {
                 let buffer = self.buffer()?;
-                (Op::LdShared { buffer }, self.index()?, vec![])
+                (Op::LdShared { buffer }, self.flat_index()?, vec![])
             }
             C::StShared => {
                 let buffer = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 args.push(self.value()?);
                 (Op::StShared { buffer }, args, vec![])

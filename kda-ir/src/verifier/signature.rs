@@ -860,9 +860,10 @@ impl Sig<'_, '_> {
         }
         if bytes > bd.bytes() {
             self.err(format!(
-                "`{m}` copies {bytes} bytes into {}, which holds {}",
+                "`{m}` copies {bytes} bytes from {} into {}, which holds {}",
+                self.cx.tensor(t),
                 self.cx.buffer(b),
-                bd.bytes()
+                bd.size()
             ));
         }
     }

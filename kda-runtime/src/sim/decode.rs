@@ -1113,7 +1113,14 @@ pub(crate) fn decode(k: &Kernel) -> Result<Program, SimError> {
     let warps = k.launch.block.div_ceil(32);
     let mut e = Emit {
         k,
-        layout: SharedLayout::new(k),
+        layout: SharedLayout::new(k).ok_or_else(|| SimError::Unsupported {
+            what: "a shared-memory layout past 4 GiB".into(),
+            loc: k
+                .buffers
+                .values()
+                .last()
+                .map_or_else(kda_ir::Loc::synthetic, |b| b.loc.clone()),
+        })?,
         pos: 0,
         alloc: Alloc {
             next: 0,

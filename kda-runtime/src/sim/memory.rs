@@ -213,32 +213,35 @@ pub(crate) struct SharedLayout {
 
 impl SharedLayout {
     /// Lay out buffers in declaration order at their alignment (at least 4
-    /// bytes), then the mbarriers (8 bytes each, 8-aligned).
-    pub fn new(k: &Kernel) -> SharedLayout {
+    /// bytes), then the mbarriers (8 bytes each, 8-aligned). `None` when the
+    /// layout passes 32-bit offsets (the verifier's 227 KiB budget refuses
+    /// such kernels; unverified ones must not wrap).
+    pub fn new(k: &Kernel) -> Option<SharedLayout> {
         let mut off = 0u32;
         let mut buffers = vec![];
         let mut sizes = vec![];
         let mut elem_bytes = vec![];
         for (_, b) in k.buffers.iter() {
             let a = b.align.max(4);
-            off = off.div_ceil(a) * a;
+            off = off.checked_next_multiple_of(a)?;
+            let size = u32::try_from(b.size()).ok()?;
             buffers.push(off);
-            sizes.push(b.bytes());
+            sizes.push(size);
             elem_bytes.push(b.elem.bytes());
-            off += b.bytes();
+            off = off.checked_add(size)?;
         }
-        off = off.div_ceil(8) * 8;
+        off = off.checked_next_multiple_of(8)?;
         let mut barriers = vec![];
         for _ in k.barriers.iter() {
             barriers.push(off);
-            off += 8;
+            off = off.checked_add(8)?;
         }
-        SharedLayout {
+        Some(SharedLayout {
             buffers,
             sizes,
             elem_bytes,
             barriers,
-            bytes: off.div_ceil(16) * 16,
-        }
+            bytes: off.checked_next_multiple_of(16)?,
+        })
     }
 }
