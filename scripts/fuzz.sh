@@ -24,4 +24,10 @@ for target in $targets; do
     status=1
   fi
 done
+# The IR text target lives with the parser it fuzzes (kda-ir/tests/fuzz_text.rs):
+# parse -> verify -> print/parse -> schedule -> PTX on mutated filetests.
+if ! cargo test --release --locked -q -p kda-ir --test fuzz_text -- --nocapture mutated_ir_text_never_panics; then
+  echo "fuzz: the IR text target found failing inputs (see above)" >&2
+  status=1
+fi
 exit $status

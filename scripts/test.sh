@@ -27,7 +27,7 @@ else
     cargo test --workspace --locked --release --no-fail-fast
 fi
 
-echo "== fuzz (every target for 60 s, seeded; corpus and reproducers replayed)"
+echo "== fuzz (case files and IR text, 60 s each, seeded; corpus and reproducers replayed)"
 bash scripts/fuzz.sh
 
 echo "== python (kda package: wheel built by maturin, pytest on the simulator)"
