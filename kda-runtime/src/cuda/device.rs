@@ -247,6 +247,12 @@ impl CudaDevice {
         Ok(bytes.max(0) as usize)
     }
 
+    /// Free and total device memory in bytes (`cuMemGetInfo`): what a
+    /// launch's tensors are checked against before they are uploaded.
+    pub fn memory(&self) -> Result<(usize, usize), RuntimeError> {
+        self.ctx.mem_get_info().driver("cuMemGetInfo", NO_KERNEL)
+    }
+
     /// Distinct PTX modules loaded so far (kernels with identical PTX share one).
     pub fn loaded_modules(&self) -> usize {
         self.modules.len()

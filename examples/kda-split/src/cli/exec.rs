@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use kda_host::KernelArgs;
 use kda_ir::pipeline::{self, Options};
 use kda_runtime::{CudaDevice, Device, Graph, RuntimeError, SimDevice, SimOptions};
 use kda_split::run::{self, Prepared, RunError};
@@ -103,6 +104,10 @@ fn execute_on<D: Timed>(
     repeat: usize,
 ) -> Result<Actual, Failure> {
     check_contract(cfg, args)?;
+    let free = dev
+        .free_memory()
+        .map_err(|e| runtime("reading the GPU's free memory", e))?;
+    check_fits(upload_bytes(args), free)?;
     say!("timing (wall clock unless noted):");
     let start = Instant::now();
     let kernel = run::kernel_for(cfg, args).map_err(|e| Failure::input(e.to_string()))?;
@@ -173,6 +178,31 @@ trait Timed: Device + Sized {
     /// after the results were read: repeats change the state in place.
     fn device_timing(&self, p: &Prepared<Self>, repeat: usize)
     -> Result<Vec<String>, RuntimeError>;
+
+    /// Device memory free for the launch's tensors; `None`: host memory
+    /// (the simulator), which the case-size limit already bounds.
+    fn free_memory(&self) -> Result<Option<usize>, RuntimeError> {
+        Ok(None)
+    }
+}
+
+/// Bytes the launch uploads: every tensor's storage as it is.
+fn upload_bytes(args: &KdaArgs) -> usize {
+    args.tensors()
+        .iter()
+        .map(|t| t.data().len().saturating_mul(t.dtype().size()))
+        .fold(0, usize::saturating_add)
+}
+
+/// The launch's tensors against the device's free memory, before anything
+/// is allocated there: a case the GPU cannot hold is bad input (exit 3).
+fn check_fits(need: usize, free: Option<usize>) -> Result<(), Failure> {
+    match free {
+        Some(free) if need > free => Err(Failure::input(format!(
+            "the case's tensors need {need} bytes of device memory; the GPU has {free} bytes free"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 impl Timed for SimDevice {
@@ -206,6 +236,10 @@ impl Timed for SimDevice {
 }
 
 impl Timed for CudaDevice {
+    fn free_memory(&self) -> Result<Option<usize>, RuntimeError> {
+        Ok(Some(self.memory()?.0))
+    }
+
     const LOAD_NOTE: &'static str = "compile, JIT-load the PTX, upload the tensors";
 
     fn device_timing(
@@ -236,5 +270,26 @@ impl Timed for CudaDevice {
             min * 1e3
         ));
         Ok(lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_case_larger_than_the_free_device_memory_is_bad_input() {
+        assert!(check_fits(100, Some(100)).is_ok());
+        assert!(check_fits(usize::MAX, None).is_ok()); // the simulator
+        let e = check_fits(101, Some(100)).unwrap_err();
+        assert!(format!("{e:?}").contains("need 101 bytes"), "{e:?}");
+        let args = kda_split::generate(&kda_split::GenOptions::new(6, 2, 1));
+        let by_hand: usize = args
+            .tensors()
+            .iter()
+            .map(|t| t.data().len() * t.dtype().size())
+            .sum();
+        assert_eq!(upload_bytes(&args), by_hand);
+        assert!(by_hand > 0);
     }
 }
