@@ -97,20 +97,9 @@ pub(super) fn exec(
                 let l = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let i = rd_idx(&w.regs, ix, l);
-                let byte = match shared_byte(sb, i, bytes) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Err(shared_fault(
-                            k,
-                            sb,
-                            w.rank,
-                            i,
-                            bytes,
-                            e,
-                            site(prog, w, cx, Some(l as u32)),
-                        ));
-                    }
-                };
+                let byte = checked_shared(k, sb, w.rank, i, bytes, || {
+                    site(prog, w, cx, Some(l as u32))
+                })?;
                 if cx.race.on
                     && let Some(c) = cx.race.read(w.rank, gw, byte as u32, bytes, w.pc)
                 {
@@ -134,20 +123,9 @@ pub(super) fn exec(
                 let l = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let i = rd_idx(&w.regs, ix, l);
-                let byte = match shared_byte(sb, i, bytes) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Err(shared_fault(
-                            k,
-                            sb,
-                            w.rank,
-                            i,
-                            bytes,
-                            e,
-                            site(prog, w, cx, Some(l as u32)),
-                        ));
-                    }
-                };
+                let byte = checked_shared(k, sb, w.rank, i, bytes, || {
+                    site(prog, w, cx, Some(l as u32))
+                })?;
                 for (j, x) in tmp[..nw].iter_mut().enumerate() {
                     *x = w.regs[(v as usize + j) * 32 + l];
                 }
@@ -189,20 +167,8 @@ pub(super) fn exec(
                 }
                 let r = r as u32;
                 let i = rd_idx(&w.regs, ix, l);
-                let byte = match shared_byte(sb, i, bytes) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Err(shared_fault(
-                            k,
-                            sb,
-                            r,
-                            i,
-                            bytes,
-                            e,
-                            site(prog, w, cx, Some(l as u32)),
-                        ));
-                    }
-                };
+                let byte =
+                    checked_shared(k, sb, r, i, bytes, || site(prog, w, cx, Some(l as u32)))?;
                 for (j, x) in tmp[..nw].iter_mut().enumerate() {
                     *x = w.regs[(v as usize + j) * 32 + l];
                 }
@@ -299,20 +265,8 @@ pub(super) fn exec(
                     site(prog, w, cx, Some(l as u32))
                 })?;
                 let i = rd_idx(&w.regs, *sidx, l);
-                let byte = match shared_byte(*sb, i, 16) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Err(shared_fault(
-                            k,
-                            *sb,
-                            w.rank,
-                            i,
-                            16,
-                            e,
-                            site(prog, w, cx, Some(l as u32)),
-                        ));
-                    }
-                };
+                let byte =
+                    checked_shared(k, *sb, w.rank, i, 16, || site(prog, w, cx, Some(l as u32)))?;
                 if cx.race.on
                     && let Some(c) =
                         cx.race
@@ -371,20 +325,9 @@ pub(super) fn exec(
                     ));
                 }
                 let i = rd_idx(&w.regs, *sidx, l);
-                let byte = match shared_byte(*sb, i, *bytes) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Err(shared_fault(
-                            k,
-                            *sb,
-                            w.rank,
-                            i,
-                            *bytes,
-                            e,
-                            site(prog, w, cx, Some(l as u32)),
-                        ));
-                    }
-                };
+                let byte = checked_shared(k, *sb, w.rank, i, *bytes, || {
+                    site(prog, w, cx, Some(l as u32))
+                })?;
                 let smem = &mut cx.ctas[w.rank as usize].smem;
                 for j in 0..*bytes as usize / 4 {
                     read_words(tv.mem, gbyte as usize + 4 * j, 4, &mut tmp[..1]);
@@ -519,6 +462,20 @@ fn shared_byte(sb: ShBuf, i: i64, bytes: u32) -> Result<usize, SharedFault> {
 }
 
 #[cold]
+/// The byte offset of element `i` of shared buffer `sb` for an access of
+/// `bytes`, or the out-of-bounds or misalignment error naming the buffer
+/// (`site` is only built for the error).
+fn checked_shared(
+    k: &kda_ir::Kernel,
+    sb: ShBuf,
+    rank: u32,
+    i: i64,
+    bytes: u32,
+    site: impl FnOnce() -> Site,
+) -> Result<usize, SimError> {
+    shared_byte(sb, i, bytes).map_err(|e| shared_fault(k, sb, rank, i, bytes, e, site()))
+}
+
 fn shared_fault(
     k: &kda_ir::Kernel,
     sb: ShBuf,
