@@ -46,6 +46,13 @@ mod guarded_read_x_read_before_wait {
     include!("ui/guarded-read/pass/read-before-wait.rs");
 }
 #[allow(clippy::all)]
+mod guarded_read_x_ring_element_guard {
+    pub(super) fn build() -> kda::ir::Kernel {
+        element_guard()
+    }
+    include!("ui/guarded-read/pass/ring-element-guard.rs");
+}
+#[allow(clippy::all)]
 mod guarded_read_x_wait_in_other_role {
     pub(super) fn build() -> kda::ir::Kernel {
         two_readers()
@@ -326,6 +333,10 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/guarded-read/pass/read-before-wait.rs",
             guarded_read_x_read_before_wait::build(),
+        ),
+        (
+            "tests/ui/guarded-read/pass/ring-element-guard.rs",
+            guarded_read_x_ring_element_guard::build(),
         ),
         (
             "tests/ui/guarded-read/pass/wait-in-other-role.rs",

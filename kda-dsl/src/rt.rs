@@ -255,7 +255,15 @@ pub trait Guard {
     fn guard_id(&self) -> Option<kda_ir::Barrier>;
 }
 impl Guard for Barrier {
+    /// One barrier, or one element of a ring chosen by a comptime index
+    /// (`guard = bars[1]`); a runtime element cannot guard a declaration.
+    #[track_caller]
     fn guard_id(&self) -> Option<kda_ir::Barrier> {
+        if self.ring.is_some() {
+            panic!(
+                "kda: `guard = bars[s]` needs a comptime element; a buffer staged over the ring is `guard = bars`"
+            );
+        }
         Some(self.id())
     }
 }

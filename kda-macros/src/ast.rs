@@ -130,7 +130,10 @@ pub struct SharedNode {
     pub elem: ElemTy,
     pub dims: Vec<Expr>,
     pub align: Option<Expr>,
+    /// The guarding barrier (or ring): `guard = full`, or `guard = bars[t]`.
     pub guard: Option<Ident>,
+    /// `t` of `guard = bars[t]`: one element of a ring guards the buffer.
+    pub guard_index: Option<Expr>,
     pub roles: Option<Vec<Ident>>,
 }
 
@@ -740,17 +743,22 @@ impl Collect<'_> {
                 .collect();
             if mac.path == SHARED {
                 let elem = elem_ty(self.cx, &ty, "shared buffer", &self.generics);
-                let (mut align, mut guard, mut roles) = (None, None, None);
+                let (mut align, mut guard, mut guard_index, mut roles) = (None, None, None, None);
                 for a in rest {
                     match classify(a) {
                         Arg::Key(k, v) if k == ALIGN => {
                             align = Some(count_arg(self.cx, v, "align"))
                         }
-                        Arg::Key(k, v) if k == GUARD => match single_ident(&v) {
-                            Some(g) => guard = Some(g),
-                            None => self
-                                .cx
-                                .error_spanned_by(v, "expected `guard = <mbarrier name>`"),
+                        Arg::Key(k, v) if k == GUARD => match (&v, single_ident(&v)) {
+                            (_, Some(g)) => guard = Some(g),
+                            (Expr::Index(ix), None) if single_ident(&ix.expr).is_some() => {
+                                guard = single_ident(&ix.expr);
+                                guard_index = Some((*ix.index).clone());
+                            }
+                            _ => self.cx.error_spanned_by(
+                                v,
+                                "expected `guard = <mbarrier name>` or `guard = <ring>[<element>]`",
+                            ),
                         },
                         Arg::Key(k, v) if k == ROLES => roles = ident_list(self.cx, &v, "roles"),
                         Arg::Key(k, _) | Arg::Flag(k) => {
@@ -767,6 +775,7 @@ impl Collect<'_> {
                     dims,
                     align,
                     guard,
+                    guard_index,
                     roles,
                 }));
             }

@@ -619,11 +619,13 @@ impl Rewrite<'_> {
                     .iter()
                     .flatten()
                     .map(|r| quote_spanned!(r.span()=> &#r));
-                let guard = match &s.guard {
-                    Some(g) => {
+                let guard = match (&s.guard, &s.guard_index) {
+                    (Some(g), None) => {
                         quote_spanned!(g.span()=> ::core::option::Option::Some(#rt::guard(&#g)))
                     }
-                    None => quote!(::core::option::Option::None),
+                    (Some(g), Some(i)) => quote_spanned!(g.span()=>
+                        ::core::option::Option::Some(#rt::guard(&#rt::bar_at(&#g, #i)))),
+                    (None, _) => quote!(::core::option::Option::None),
                 };
                 parse(
                     quote_spanned!(span=> #rt::shared::<#elem>(#name, &[#(#dims),*], #align, &[#(#roles),*], #guard)),
