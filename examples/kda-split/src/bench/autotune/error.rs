@@ -15,6 +15,9 @@ pub enum AutotuneError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Larger than any bench file or tuned table (read no further).
+    #[error("{}: larger than {limit} bytes, which no bench file or tuned table is", path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
     /// Not a bench file or a tuned table.
     #[error("{}: {source}", path.display())]
     Parse {

@@ -14,11 +14,31 @@ use crate::bench::report::BenchFile;
 use crate::bench::workload::Point;
 use crate::tuned::{Measured, TunedTable};
 
+/// The largest bench file or tuned table read: the checked-in ones are a
+/// few KiB, a full sweep's bench file well under 1 MiB.
+const MAX_JSON_BYTES: u64 = 64 << 20;
+
+/// The whole of `path`, refusing more than [`MAX_JSON_BYTES`] before
+/// reading it all (a pipe, a device or a huge file would not end or fit).
 fn read(path: &Path) -> Result<String, AutotuneError> {
-    std::fs::read_to_string(path).map_err(|source| AutotuneError::Read {
+    use std::io::Read as _;
+    let io = |source| AutotuneError::Read {
         path: path.to_path_buf(),
         source,
-    })
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_JSON_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_JSON_BYTES {
+        return Err(AutotuneError::TooLarge {
+            path: path.to_path_buf(),
+            limit: MAX_JSON_BYTES,
+        });
+    }
+    Ok(text)
 }
 
 /// A `kda-split bench --json` file.
@@ -184,6 +204,17 @@ pub fn markdown(table: &TunedTable) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_endless_input_is_refused_at_the_limit() {
+        // /dev/zero never ends: it used to be read until memory ran out.
+        match super::read(std::path::Path::new("/dev/zero")) {
+            Err(super::AutotuneError::TooLarge { limit, .. }) => {
+                assert_eq!(limit, super::MAX_JSON_BYTES)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     use super::*;
 
     #[test]
