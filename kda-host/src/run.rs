@@ -163,17 +163,8 @@ impl<D: Device> Prepared<D> {
             .map(|(_, t)| dev.upload(&storage_bytes(t)))
             .collect::<Result<Vec<_>, _>>()?;
         let bound = bind_named::<D>(dev.module_kernel(&module), &tensors, &buffers, scalars)?;
-        let order = bound
-            .buffers
-            .iter()
-            .map(|&b| {
-                buffers
-                    .iter()
-                    .position(|u| std::ptr::eq(u, b))
-                    .expect("bound buffers are the uploaded ones")
-            })
-            .collect();
         let cfg = bound.config(Launch::grid(grid).pdl(true));
+        let order = bound.order;
         Ok(Prepared {
             kernel,
             module,

@@ -216,6 +216,9 @@ pub struct ArgError {
 pub struct Bound<'a, D: Device> {
     /// One buffer per kernel tensor, in the kernel's order.
     pub buffers: Vec<&'a D::Buffer>,
+    /// For each kernel tensor, in the kernel's order, its position in the
+    /// argument list given to [`bind`].
+    pub order: Vec<usize>,
     /// The value of each kernel symbol, in order.
     pub syms: Vec<i64>,
     /// The scalar arguments, in the kernel's order.
@@ -255,12 +258,14 @@ pub fn bind<'a, D: Device>(
     }
     let mut syms: Vec<Option<(i64, &str)>> = vec![None; kernel.syms.len()];
     let mut buffers = Vec::with_capacity(kernel.tensors.len());
+    let mut order = Vec::with_capacity(kernel.tensors.len());
     for (_, decl) in kernel.tensors.iter() {
         let name = decl.name.as_str();
-        let Some(arg) = tensors
+        let Some((at, arg)) = tensors
             .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, a)| a.as_ref())
+            .enumerate()
+            .find(|(_, (n, _))| *n == name)
+            .and_then(|(at, (_, a))| a.as_ref().map(|a| (at, a)))
         else {
             return Err(err(name, ArgIssue::Missing));
         };
@@ -352,6 +357,7 @@ pub fn bind<'a, D: Device>(
             }
         }
         buffers.push(arg.buf);
+        order.push(at);
     }
     let syms = syms
         .into_iter()
@@ -384,6 +390,7 @@ pub fn bind<'a, D: Device>(
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Bound {
         buffers,
+        order,
         syms,
         scalars,
     })
