@@ -37,6 +37,8 @@ benches=$(cargo bench --workspace --locked --no-run --message-format=json --benc
 
 echo "== building the flagship CLI (main job, bench, autotune)"
 cargo build --release --locked -p kda-split --bin kda-split
+echo "== building pipelined-copy (its check and --bench)"
+cargo build --release --locked -p pipelined-copy --bin pipelined-copy
 
 echo "== building the Python wheel (kda, abi3; docs/python.md)"
 venv=.venv-py
@@ -64,11 +66,20 @@ while IFS=$'\t' read -r name path; do
     [[ -n "$name" ]] && stage_bin bench "$name" "$path"
 done <<<"$benches"
 stage_bin bin kda-split target/release/kda-split
+stage_bin bin pipelined-copy target/release/pipelined-copy
 # The wheel with the Python tests and the benchmark against fla.
 mkdir -p "$stage/python"
 cp target/wheels-stage/kda-*.whl "$stage/python/"
 cp -r kda-python/tests kda-python/bench "$stage/python/"
 find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
+# fla (ops only: fla-core, pure Python over triton) and einops, for the
+# agreement test and the benchmark; the GPU machine has no network. Pinned to
+# the fla release the issue's figures were measured with. Skipped offline.
+mkdir -p "$stage/python/wheels"
+if ! "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+    --dest "$stage/python/wheels" fla-core==0.6.0 einops==0.8.1; then
+    echo "warning: could not download fla-core/einops; fla's tests and rows will be skipped" >&2
+fi
 if [[ ! -x "$stage/tests/gpu_demo" ]]; then
     echo "error: no gpu_demo test binary was built" >&2
     exit 1
@@ -98,24 +109,36 @@ limit="${KDA_STEP_TIMEOUT:-300}"
 status=0
 summary=()
 
+took=0
 record() { # <step> <result>
-    summary+=("$(printf '%-28s %s' "$1" "$2")")
-    echo "   $2"
+    summary+=("$(printf '%-30s %5ss  %s' "$1" "$took" "$2")")
+    echo "   $2 (${took}s)"
+    took=0
 }
 
 # Run <command...> with the step limit, logging to <log dir>/<step>.log;
 # sets rc to its exit status (124: timed out, noted in the log).
 run_logged() { # <step> <command...>
-    local name="$1"
+    local name="$1" t0=$SECONDS
     shift
     echo "== $name"
     timeout "$limit" "$@" >"$out/$name.log" 2>&1
     rc=$?
     [[ $rc -eq 124 ]] && echo "(timed out after ${limit}s)" >>"$out/$name.log"
+    took=$((SECONDS - t0))
+}
+
+# KDA_STEPS (an extended regex) keeps only the steps whose names match it,
+# KDA_SKIP drops those that match; both unset: every step runs.
+wanted() { # <step>
+    [[ -n "${KDA_STEPS:-}" && ! $1 =~ $KDA_STEPS ]] && return 1
+    [[ -n "${KDA_SKIP:-}" && $1 =~ $KDA_SKIP ]] && return 1
+    return 0
 }
 
 step() { # <step> <command...>
     local rc
+    wanted "$1" || return 0
     run_logged "$@"
     if [[ $rc -eq 0 ]]; then
         record "$1" ok
@@ -132,6 +155,7 @@ step() { # <step> <command...>
 # counted in the result so they stay visible.
 racecheck_step() { # <step> <command...>
     local rc line
+    wanted "$1" || return 0
     run_logged "$@"
     line=$(grep -h "RACECHECK SUMMARY" "$out/$1.log" | tail -n 1)
     if [[ $rc -eq 0 && $line == *"(0 errors, "* ]]; then
@@ -188,6 +212,9 @@ done
 # The flagship's main job (on the GPU) and its benchmark sweep.
 step "main-job" "$here/bin/kda-split"
 step "bench-kda-split" "$here/bin/kda-split" bench --json "$out/bench-kda-split.json"
+# pipelined-copy: its check matrix on the GPU, then 1 GiB against the copy ceiling.
+step "main-pipelined-copy" "$here/bin/pipelined-copy"
+step "bench-pipelined-copy" "$here/bin/pipelined-copy" --bench
 
 # The Python package (needs python3 with torch; no network): the wheel
 # installed into a scratch folder, its tests on torch tensors (GPU tests
@@ -197,8 +224,11 @@ if python3 -c "import torch, pytest" >/dev/null 2>&1; then
     pydir="$out/python-site"
     rm -rf "$pydir"
     step "python-install" python3 -m pip install --no-deps --no-index --target "$pydir" "$here"/python/kda-*.whl
+    if compgen -G "$here/python/wheels/*.whl" >/dev/null; then
+        step "python-install-fla" python3 -m pip install --no-deps --no-index --target "$pydir" "$here"/python/wheels/*.whl
+    fi
     step "python-tests" env PYTHONPATH="$pydir" python3 -m pytest -q -p no:cacheprovider "$here/python/tests"
-    step "python-bench" env PYTHONPATH="$pydir" python3 "$here/python/bench/bench_kda.py"
+    step "python-bench" env PYTHONPATH="$pydir" python3 "$here/python/bench/bench_kda.py" ${KDA_PY_BENCH_ARGS:-}
 else
     echo "== python"
     record "python" "skipped (python3 with torch and pytest not found)"
