@@ -83,24 +83,46 @@ def bench(heads, batch, tokens, replays, l2):
     row = {"kda": graph_time(ours, steps, replays)}
     try:
         from fla.ops.kda import fused_recurrent_kda
+        from fla.ops.kda.fused_recurrent import fused_recurrent_kda_fwd
     except ImportError as e:
         row["why_no_fla"] = str(e)
         return row, k
+    b, n = batch, batch * tokens
+    # fla's kernel on the same state pool and slot tables, as vLLM calls it:
+    # the batch flattened with cu_seqlens, states gathered and written in
+    # place through ssm_state_indices (per token for T > 1, reading the
+    # state of token accepted - 1), state_v_first (KdaSplit's [slot, H, V, K]).
+    q = torch.randn(1, n, heads, 128, device="cuda").bfloat16()
+    kk = torch.nn.functional.normalize(torch.randn(1, n, heads, 128, device="cuda"), dim=-1).bfloat16()
+    v = torch.randn(1, n, heads, 128, device="cuda").bfloat16()
+    g = -torch.rand(1, n, heads, 128, device="cuda")
+    beta = torch.rand(1, n, heads, device="cuda")
+    cu = torch.arange(0, n + 1, tokens, dtype=torch.long, device="cuda")
+    accepted = args[at("accepted")] if tokens > 1 else None
+    state = args[at("state")]
+
+    def fla_kernel():
+        for t in tables:
+            fused_recurrent_kda_fwd(
+                q, kk, v, g, beta, initial_state=state, scale=128**-0.5,
+                inplace_final_state=True, state_v_first=True, cu_seqlens=cu,
+                ssm_state_indices=t, num_accepted_tokens=accepted, use_qk_l2norm_in_kernel=True,
+            )
+
+    row["fla_kernel"] = graph_time(fla_kernel, steps, replays)
     if tokens == 1:
         from unfused import unfused_step
 
-        b = batch
-        q = torch.randn(b, 1, heads, 128, device="cuda")
-        kk = torch.nn.functional.normalize(torch.randn(b, 1, heads, 128, device="cuda"), dim=-1)
-        v = torch.randn(b, 1, heads, 128, device="cuda")
-        g = -torch.rand(b, 1, heads, 128, device="cuda")
-        beta = torch.rand(b, 1, heads, device="cuda")
+        # fla's public entry point on contiguous batches (gathered states
+        # passed in, a fresh final state out): no index indirection.
+        qc, kc, vc = (x.view(b, 1, heads, 128).float() for x in (q, kk, v))
+        gc, bc = g.view(b, 1, heads, 128), beta.view(b, 1, heads)
         pool = torch.randn(steps * b, heads, 128, 128, device="cuda") * 0.1
 
-        def fla_kernel():
+        def fla_contiguous():
             for i in range(steps):
                 fused_recurrent_kda(
-                    q, kk, v, g, beta, scale=128**-0.5, initial_state=pool[i * b:(i + 1) * b],
+                    qc, kc, vc, gc, bc, scale=128**-0.5, initial_state=pool[i * b:(i + 1) * b],
                     output_final_state=True, use_qk_l2norm_in_kernel=True,
                 )
 
@@ -108,7 +130,7 @@ def bench(heads, batch, tokens, replays, l2):
             for a in step_args:
                 unfused_step(a, heads, fused_recurrent_kda)
 
-        row["fla_kernel"] = graph_time(fla_kernel, steps, replays)
+        row["fla_contiguous"] = graph_time(fla_contiguous, steps, replays)
         row["fla_step"] = graph_time(fla_step, steps, replays)
     return row, k
 
@@ -123,16 +145,18 @@ def main():
     props = torch.cuda.get_device_properties(0)
     l2 = props.L2_cache_size
     print(f"device: {props.name}, L2 {l2 / 2**20:.0f} MiB; state rotates over >= 4x L2")
-    print(f"{'config':<18} {'kda us':>8} {'fla kern us':>11} {'fla step us':>11} {'kern/kda':>8} {'step/kda':>8}  schedule")
+    print("fla kern: fla's kernel as vLLM calls it (same state pool and slot tables, in place);")
+    print("fla contig: its public entry on contiguous batches; fla step: the whole unfused step")
+    print(f"{'config':<18} {'kda us':>8} {'fla kern us':>11} {'fla contig':>10} {'fla step us':>11} {'kern/kda':>8} {'step/kda':>8}  schedule")
     for h in map(int, a.heads.split(",")):
         for t in map(int, a.tokens.split(",")):
             for b in map(int, a.batch.split(",")):
                 row, k = bench(h, b, t, a.replays, l2)
-                fk, fs = row.get("fla_kernel"), row.get("fla_step")
+                fk, fc, fs = row.get("fla_kernel"), row.get("fla_contiguous"), row.get("fla_step")
                 fmt = lambda x: f"{x:.2f}" if x is not None else "-"
                 ratio = lambda x: f"{x / row['kda']:.2f}x" if x is not None else "-"
                 info = k.info()
-                print(f"H{h} B{b} T{t}".ljust(18), f"{row['kda']:>8.2f} {fmt(fk):>11} {fmt(fs):>11} {ratio(fk):>8} {ratio(fs):>8}  "
+                print(f"H{h} B{b} T{t}".ljust(18), f"{row['kda']:>8.2f} {fmt(fk):>11} {fmt(fc):>10} {fmt(fs):>11} {ratio(fk):>8} {ratio(fs):>8}  "
                       f"{info.get('schedule', '')} regs={info.get('registers', '?')}")
                 if "why_no_fla" in row:
                     print(f"   (fla not timed: {row['why_no_fla']})")
