@@ -1,4 +1,5 @@
-//! Kernels for the tests and benches of kda's own crates, built with the
+//! Kernels for the tests and benches of kda's own crates (and the builder-API
+//! half of `examples/dsmem-exchange`, which re-exports them), built with the
 //! builder API so that no compiler or runtime crate depends on an example.
 //! Not a user API.
 

@@ -13,106 +13,25 @@
 
 pub mod macro_version;
 
-use kda_ir::{Access, Builder, CachePolicy, Dim, Kernel, LaunchDecl, Provenance, Scalar, Type};
+use kda_ir::Kernel;
 
 /// Lanes (and so values) per CTA.
-pub const LANES: u32 = 32;
+pub use kda_ir::testkernels::LANES;
 
 /// Build the demo for a cluster of `cluster` CTAs with the IR builder API.
+///
+/// The builder code lives in `kda-ir` (`kda-ir/src/testkernels.rs`,
+/// `kda_ir::testkernels::dsmem_exchange`), where kda's own tests and benches
+/// use the same kernel without depending on this example; read it there.
+/// [`macro_version`] is the same kernel written with `#[cluster_kernel]`.
 pub fn builder_api(cluster: u32) -> Kernel {
-    let mut b = Builder::new(
-        "dsmem_exchange",
-        LaunchDecl {
-            block: 64,
-            cluster,
-            min_blocks_per_sm: None,
-        },
-    );
-    let rows = b.sym("rows");
-    let input = b.tensor(
-        "input",
-        Scalar::F32,
-        &[Dim::Sym(rows), Dim::Const(LANES as u64)],
-        &[Dim::Const(LANES as u64), Dim::Const(1)],
-        Provenance::Produced,
-        Access::Read,
-    );
-    let output = b.tensor(
-        "output",
-        Scalar::F32,
-        &[Dim::Sym(rows), Dim::Const(LANES as u64)],
-        &[Dim::Const(LANES as u64), Dim::Const(1)],
-        Provenance::Ready,
-        Access::Write,
-    );
-    let sender = b.role("sender", 0, 32);
-    let receiver = b.role("receiver", 32, 32);
-    let full = b.mbarrier("inbox_full", 1, 4 * LANES, &[sender, receiver]);
-    let inbox = b.shared(
-        "inbox",
-        Scalar::F32,
-        LANES,
-        16,
-        &[sender, receiver],
-        Some(full),
-    );
-
-    b.pdl_launch_dependents();
-    let tid = b.thread_idx();
-    let lane_mask = b.u32(31);
-    let lane = b.bin(kda_ir::BinOp::And, tid, lane_mask);
-    let cta = b.block_idx(0);
-    let rank = b.cluster_rank();
-
-    b.in_role(receiver, |b| {
-        let zero = b.u32(0);
-        let first = b.cmp(kda_ir::CmpOp::Eq, lane, zero);
-        b.if_(first, |b| {
-            b.mbarrier_init(full);
-            b.mbarrier_arrive_expect_tx(full, 4 * LANES);
-        });
-        b.fence_mbarrier_init();
-    });
-    b.cluster_arrive(true);
-    b.cluster_wait();
-
-    b.in_role(sender, |b| {
-        b.pdl_wait();
-        let x = b.ld_global(input, &[cta, lane], Type::F32, CachePolicy::Normal);
-        let two = b.f32(2.0);
-        let r = b.cvt(rank, Type::F32);
-        let y = b.fma(x, two, r, false);
-        let one = b.u32(1);
-        let c = b.u32(cluster);
-        let next = b.add(rank, one);
-        let peer = b.bin(kda_ir::BinOp::Rem, next, c);
-        b.st_async(inbox, lane, y, peer, full);
-    });
-
-    b.in_role(receiver, |b| {
-        b.wait(full);
-        let v = b.ld_shared(inbox, lane, Type::F32);
-        b.st_global(output, &[cta, lane], v, None, CachePolicy::Normal);
-    });
-    b.finish()
+    kda_ir::testkernels::dsmem_exchange(cluster)
 }
 
 /// What the demo computes, on the host: `output[cta] = 2·input[prev] + rank(prev)`
 /// where `prev` is the CTA of the same cluster that sends to `cta`.
 pub fn reference(input: &[f32], cluster: u32) -> Vec<f32> {
-    let rows = input.len() / LANES as usize;
-    let c = cluster as usize;
-    let mut out = vec![0.0; input.len()];
-    for cta in 0..rows {
-        let rank = cta % c;
-        let prev_rank = (rank + c - 1) % c;
-        let prev = cta - rank + prev_rank;
-        for l in 0..LANES as usize {
-            out[cta * LANES as usize + l] =
-                2.0 * input[prev * LANES as usize + l] + prev_rank as f32;
-        }
-    }
-    out
+    kda_ir::testkernels::dsmem_exchange_reference(input, cluster)
 }
 
 #[cfg(test)]
