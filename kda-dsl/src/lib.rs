@@ -32,9 +32,9 @@ pub use half::bf16;
 pub use hw::{block_idx, cluster_rank, grid_dim, lane_id, thread_idx};
 pub use mem::{IntoIx, Ix, Regs, Shared, SharedIndex, StoreValue, Tensor, TensorIndex, ix};
 pub use sync::{
-    Barrier, Barriers, Dest, RingIndex, Role, bar_sync, cluster_arrive, cluster_arrive_relaxed,
-    cluster_sync, cluster_wait, cp_async_commit, cp_async_wait, fence_mbarrier_init,
-    fence_proxy_async, pdl_trigger, pdl_wait,
+    Barrier, Barriers, Dest, RingIndex, Role, bar_sync, bulk_commit, bulk_wait, bulk_wait_read,
+    cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, cp_async_commit,
+    cp_async_wait, fence_mbarrier_init, fence_proxy_async, pdl_trigger, pdl_wait,
 };
 pub use val::{Cast, Elem, Operand, Ty, Val, pack, val};
 pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, sync_warp, warp_sum};
@@ -42,10 +42,10 @@ pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, sync_warp, warp_sum};
 /// Everything a kernel body uses; `#[cluster_kernel]` imports it into each kernel.
 pub mod prelude {
     pub use super::{
-        Barrier, Regs, Role, Shared, Tensor, Val, bar_sync, bf16, block_idx, cluster_arrive,
-        cluster_arrive_relaxed, cluster_rank, cluster_sync, cluster_wait, cp_async_commit,
-        cp_async_wait, elect, fence_mbarrier_init, fence_proxy_async, fma, fma_ftz, fma_with,
-        grid_dim, ix, lane_id, mma, pack, pdl_trigger, pdl_wait, range, select, shfl_bfly,
-        shfl_idx, sync_warp, thread_idx, val, warp_sum,
+        Barrier, Regs, Role, Shared, Tensor, Val, bar_sync, bf16, block_idx, bulk_commit,
+        bulk_wait, bulk_wait_read, cluster_arrive, cluster_arrive_relaxed, cluster_rank,
+        cluster_sync, cluster_wait, cp_async_commit, cp_async_wait, elect, fence_mbarrier_init,
+        fence_proxy_async, fma, fma_ftz, fma_with, grid_dim, ix, lane_id, mma, pack, pdl_trigger,
+        pdl_wait, range, select, shfl_bfly, shfl_idx, sync_warp, thread_idx, val, warp_sum,
     };
 }

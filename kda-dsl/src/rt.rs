@@ -8,7 +8,7 @@ use kda_ir::{CmpOp, Dim, LaunchDecl, Provenance, Scalar};
 pub use super::arith::{KdaEq, KdaLogic, KdaOrd};
 pub use super::control::{Carry, CarryTuple, Cond, ForLoop, RangeEnd, if_else, range, while_loop};
 pub use super::mem::{LoadHandle, LoadIndex, StoreMut, StoreRef, ix};
-pub use super::sync::{Dest, bulk_copy, cp_async, in_role, send, send_lanes};
+pub use super::sync::{Dest, bulk_copy, bulk_store, cp_async, in_role, send, send_lanes};
 pub use super::trace::Trace;
 
 use super::mem::{Regs, Shared, Tensor};

@@ -336,6 +336,28 @@ pub fn cp_async_wait(n: u32) {
     emit(|b| b.cp_async_wait(n))
 }
 
+/// `cp.async.bulk.commit_group`: close this thread's open group of bulk
+/// stores (`bulk_store!`).
+#[track_caller]
+pub fn bulk_commit() {
+    emit(|b| b.bulk_commit())
+}
+
+/// `cp.async.bulk.wait_group n`: at most `n` of this thread's committed
+/// bulk-store groups still in flight; the others' bytes are in global memory.
+#[track_caller]
+pub fn bulk_wait(n: u32) {
+    emit(|b| b.bulk_wait(n, false))
+}
+
+/// `cp.async.bulk.wait_group.read n`: at most `n` of this thread's committed
+/// bulk-store groups still reading their shared sources; the others'
+/// sources may be overwritten (their global writes may still be in flight).
+#[track_caller]
+pub fn bulk_wait_read(n: u32) {
+    emit(|b| b.bulk_wait(n, true))
+}
+
 /// The destination CTA(s) of a DSMEM send.
 #[derive(Copy, Clone, Debug)]
 pub enum Dest {
@@ -441,6 +463,31 @@ pub fn bulk_copy<T: Elem, U: Elem, const R: usize>(
             emit(|b| b.bulk_copy_at(dst.id, s, src.id, &g, bytes, (bar.id, n, at), policy))
         }
     }
+}
+
+/// `cp.async.bulk.global.shared::cta.bulk_group` of `bytes` from
+/// `src[si..]` into `dst[gi..]`, in this thread's open bulk group (what
+/// `bulk_store!` expands to). A byte copy: the element types may differ.
+#[track_caller]
+pub fn bulk_store<T: Elem, U: Elem, const R: usize>(
+    dst: &Tensor<U, R>,
+    gi: impl TensorIndex<R>,
+    src: &Shared<T>,
+    si: impl SharedIndex,
+    bytes: u32,
+    evict_first: bool,
+) {
+    let mut g = Vec::with_capacity(R);
+    for i in gi.indices() {
+        g.push(i.value());
+    }
+    let s = src.element(si);
+    let policy = if evict_first {
+        CachePolicy::EvictFirst
+    } else {
+        CachePolicy::Normal
+    };
+    emit(|b| b.bulk_store(dst.id, &g, src.id, s, bytes, policy))
 }
 
 /// 16-byte `cp.async.cg` from `src[gi..]` into `dst[si..]` (what `cp_async!`

@@ -79,7 +79,7 @@ fn infer_access(k: &mut Kernel) {
             | Op::BulkCopy { tensor, .. } => {
                 reads.insert(*tensor);
             }
-            Op::StGlobal { tensor, .. } => {
+            Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } => {
                 writes.insert(*tensor);
             }
             _ => {}

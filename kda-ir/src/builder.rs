@@ -688,6 +688,45 @@ impl Builder {
         );
     }
 
+    /// `cp.async.bulk.global.shared::cta.bulk_group` of `bytes` (a multiple
+    /// of 16) from `buf` at element `sidx` into `t` at `gidx`, in this
+    /// thread's open bulk group; completes with [`Builder::bulk_commit`] and
+    /// [`Builder::bulk_wait`].
+    #[track_caller]
+    pub fn bulk_store(
+        &mut self,
+        t: Tensor,
+        gidx: &[Value],
+        buf: Buffer,
+        sidx: Value,
+        bytes: u32,
+        policy: CachePolicy,
+    ) {
+        let mut args = vec![sidx];
+        args.extend_from_slice(gidx);
+        self.push0(
+            Op::BulkStore {
+                buffer: buf,
+                tensor: t,
+                bytes,
+                policy,
+            },
+            &args,
+        );
+    }
+    /// `cp.async.bulk.commit_group`: close this thread's open bulk group.
+    #[track_caller]
+    pub fn bulk_commit(&mut self) {
+        self.push0(Op::BulkCommit, &[]);
+    }
+    /// `cp.async.bulk.wait_group[.read] n`: wait until at most `n` of this
+    /// thread's committed bulk groups are pending (with `read`: have not
+    /// finished reading their shared sources).
+    #[track_caller]
+    pub fn bulk_wait(&mut self, n: u32, read: bool) {
+        self.push0(Op::BulkWait { n, read }, &[]);
+    }
+
     // ---- PDL
 
     /// `griddepcontrol.wait`: the preceding launch's writes are visible after it.

@@ -230,6 +230,8 @@ pub enum Modifier {
     Policy,
     /// `.relaxed`, optional.
     Relaxed,
+    /// `.read`, optional: wait only until the sources have been read.
+    Read,
     /// Required: the comparison ([`CmpOp::name`]).
     Cmp,
     /// Required: the mode ([`ShflMode::name`]).
@@ -246,6 +248,7 @@ impl Modifier {
             Modifier::Fast => Some("fast"),
             Modifier::Policy => Some("evict_first"),
             Modifier::Relaxed => Some("relaxed"),
+            Modifier::Read => Some("read"),
             Modifier::None | Modifier::Cmp | Modifier::Shfl | Modifier::Lane => None,
         }
     }
@@ -391,6 +394,11 @@ op_table! {
     /// Operands: the shared index, one global index per dimension, then the
     /// ring index when the barrier is an element of a ring.
     BulkCopy "cp.async.bulk" Policy * -> 0;
+    /// Operands: the shared index of the source, then one global index per
+    /// dimension of the destination.
+    BulkStore "cp.async.bulk.store" Policy * -> 0;
+    BulkCommit "cp.async.bulk.commit" None 0 -> 0;
+    BulkWait "cp.async.bulk.wait" Read 0 -> 0;
     GridDepWait "pdl.wait" None 0 -> 0;
     GridDepLaunch "pdl.launch_dependents" None 0 -> 0;
     /// Results: what both branches yield.
@@ -459,7 +467,9 @@ impl Opcode {
                     .map(Mnemonic::Extract)
                     .map_err(|_| MnemonicError::BadLane),
                 _ if modifier.flag() == Some(rest) => Ok(Mnemonic::Plain(code, true)),
-                _ => Err(MnemonicError::Unknown),
+                // A longer mnemonic may start with this one
+                // (`cp.async.bulk` + `store.evict_first`).
+                _ => continue,
             };
         }
         Err(MnemonicError::Unknown)
@@ -650,6 +660,37 @@ pub enum Op {
         /// The barrier ring's length; 0 for a single barrier.
         ring: u32,
     },
+    /// `sidx, gidx0..gidxR ->`: `cp.async.bulk.global.shared::cta.bulk_group`
+    /// of `bytes` from the buffer into the tensor, in the issuing thread's
+    /// open bulk group ([`Op::BulkCommit`] closes it, [`Op::BulkWait`] waits
+    /// for it). The bytes reach global memory asynchronously; the shared
+    /// source may be overwritten only after a `cp.async.bulk.wait.read`
+    /// covering the group, and the destination read back only after a
+    /// `cp.async.bulk.wait`. Generic-proxy writes of the source
+    /// (`st.shared`) must be ordered before it by `fence.proxy.async`.
+    BulkStore {
+        /// The source (this CTA's), 16-byte aligned.
+        buffer: Buffer,
+        /// The destination, 16-byte aligned.
+        tensor: Tensor,
+        /// Bytes stored: a positive multiple of 16, at most the buffer.
+        bytes: u32,
+        /// The write's L2 policy.
+        policy: CachePolicy,
+    },
+    /// `cp.async.bulk.commit_group`: close the issuing thread's open bulk
+    /// group (its bulk stores since the last commit).
+    BulkCommit,
+    /// `cp.async.bulk.wait_group[.read] n`: wait until at most `n` of the
+    /// thread's committed bulk groups are pending; with `read`, only until
+    /// their shared sources have been read (the writes to global may still
+    /// be in flight).
+    BulkWait {
+        /// Groups that may still be pending.
+        n: u32,
+        /// `.read`: wait for the source reads only.
+        read: bool,
+    },
 
     // ---- programmatic dependent launch
     /// `griddepcontrol.wait`: the preceding launch's outputs are visible after.
@@ -756,6 +797,9 @@ impl Op {
             Op::CpAsyncCommit => C::CpAsyncCommit,
             Op::CpAsyncWait(_) => C::CpAsyncWait,
             Op::BulkCopy { .. } => C::BulkCopy,
+            Op::BulkStore { .. } => C::BulkStore,
+            Op::BulkCommit => C::BulkCommit,
+            Op::BulkWait { .. } => C::BulkWait,
             Op::GridDepWait => C::GridDepWait,
             Op::GridDepLaunch => C::GridDepLaunch,
             Op::If { .. } => C::If,
@@ -799,8 +843,10 @@ impl Op {
             ) => fast,
             Op::LdGlobal { policy, .. }
             | Op::StGlobal { policy, .. }
-            | Op::BulkCopy { policy, .. } => policy == CachePolicy::EvictFirst,
+            | Op::BulkCopy { policy, .. }
+            | Op::BulkStore { policy, .. } => policy == CachePolicy::EvictFirst,
             Op::ClusterArrive { relaxed } => relaxed,
+            Op::BulkWait { read, .. } => read,
             _ => false,
         }
     }
@@ -923,6 +969,9 @@ mod tests {
             "sqrt.fast",
             "fma.fast",
             "cp.async.evict_first",
+            "cp.async.bulk.commit.read",
+            "cp.async.bulk.wait.evict_first",
+            "cp.async.bulk.store.read",
             "iconst.evict_first",
             "mbarrier.arrive.relaxed",
             "frob",

@@ -278,6 +278,18 @@ fn write_inst(
                 bar_ref(a, *barrier, *ring)
             )?
         }
+        Op::BulkStore {
+            buffer,
+            tensor,
+            bytes,
+            ..
+        } => write!(
+            w,
+            "{m} {tensor}{}, {buffer}[{}], {bytes}",
+            idx(&a[1.min(a.len())..]),
+            at(0)
+        )?,
+        Op::BulkWait { n, .. } => write!(w, "{m} {n}")?,
         Op::If { then, els } => {
             write!(w, "{m} {} ", at(0))?;
             open_region(w, k, *then)?;

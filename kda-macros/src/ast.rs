@@ -100,6 +100,9 @@ pub enum Node {
     Send(SendNode),
     BulkCopy(CopyNode),
     CpAsync(CopyNode),
+    /// `bulk_store!(tensor[[..]] = buffer[i], bytes = .., evict_first)`:
+    /// `dst` is the tensor, `src` the buffer.
+    BulkStore(CopyNode),
     /// A node taken out of the list while a phase works on it.
     Taken,
 }
@@ -199,7 +202,7 @@ impl Node {
             Node::Regs(n) => n.span,
             Node::InRole(n) => n.span,
             Node::Send(n) => n.span,
-            Node::BulkCopy(n) | Node::CpAsync(n) => n.span,
+            Node::BulkCopy(n) | Node::CpAsync(n) | Node::BulkStore(n) => n.span,
             Node::Taken => Span::call_site(),
         }
     }
@@ -551,7 +554,7 @@ fn let_name(pat: &Pat) -> Option<Ident> {
 
 fn is_dsl(mac: &Macro) -> bool {
     [
-        ROLE, MBARRIER, SHARED, REGS, IN_ROLE, SEND, BULK_COPY, CP_ASYNC,
+        ROLE, MBARRIER, SHARED, REGS, IN_ROLE, SEND, BULK_COPY, CP_ASYNC, BULK_STORE,
     ]
     .iter()
     .any(|s| mac.path == *s)
@@ -958,9 +961,12 @@ impl Collect<'_> {
                 completes,
             }));
         }
-        // bulk_copy! and cp_async!
+        // bulk_copy!, bulk_store! and cp_async!
+        let store = mac.path == BULK_STORE;
         let bulk = mac.path == BULK_COPY;
-        let usage = if bulk {
+        let usage = if store {
+            "`bulk_store!(tensor[[..]] = buffer[index], bytes = <n>)`"
+        } else if bulk {
             "`bulk_copy!(buffer[index] = tensor[[..]], bytes = <n>, completes = <mbarrier>)`"
         } else {
             "`cp_async!(buffer[index] = tensor[[..]])`"
@@ -976,16 +982,18 @@ impl Collect<'_> {
         let (mut bytes, mut completes, mut evict_first) = (None, None, None);
         for a in args {
             match classify(a) {
-                Arg::Key(k, v) if bulk && k == BYTES => {
+                Arg::Key(k, v) if (bulk || store) && k == BYTES => {
                     bytes = Some(count_arg(self.cx, v, "bytes"))
                 }
                 Arg::Key(k, v) if bulk && k == COMPLETES => completes = Some(v),
-                Arg::Flag(k) if bulk && k == EVICT_FIRST => {
+                Arg::Flag(k) if (bulk || store) && k == EVICT_FIRST => {
                     evict_first = Some(syn::parse_quote_spanned!(k.span()=> true))
                 }
-                Arg::Key(k, v) if bulk && k == EVICT_FIRST => evict_first = Some(v),
+                Arg::Key(k, v) if (bulk || store) && k == EVICT_FIRST => evict_first = Some(v),
                 Arg::Key(k, _) | Arg::Flag(k) => {
-                    if bulk {
+                    if store {
+                        self.unknown_key(&k, "bulk_store", "`bytes` or `evict_first`")
+                    } else if bulk {
                         self.unknown_key(&k, "bulk_copy", "`bytes`, `completes` or `evict_first`")
                     } else {
                         self.unknown_key(&k, "cp_async", "no arguments after the copy")
@@ -993,6 +1001,11 @@ impl Collect<'_> {
                 }
                 Arg::Other(e) => self.cx.error_spanned_by(e, "expected `key = value`"),
             }
+        }
+        if store && bytes.is_none() {
+            self.cx
+                .error_at(span, format!("a bulk store names its size: {usage}"));
+            return None;
         }
         if bulk && (bytes.is_none() || completes.is_none()) {
             self.cx.error_at(
@@ -1011,7 +1024,9 @@ impl Collect<'_> {
             completes,
             evict_first,
         };
-        Some(if bulk {
+        Some(if store {
+            Node::BulkStore(node)
+        } else if bulk {
             Node::BulkCopy(node)
         } else {
             Node::CpAsync(node)

@@ -33,6 +33,7 @@ pub fn check(cx: &Ctxt, k: &Kernel, flow: &Flow) {
     check_roles(cx, k);
     check_role_access(cx, k, flow, &mut seen);
     check_shared_bounds(cx, k, flow, &mut seen);
+    check_bulk_source_rewrite(cx, flow, &mut seen);
 }
 
 /// (1b) A wait inside a runtime loop waits for a new phase every iteration,
@@ -724,6 +725,62 @@ fn check_roles(cx: &Ctxt, k: &Kernel) {
             );
         }
         placed.push((name, lo, hi));
+    }
+}
+
+/// (10) A bulk store reads its shared source asynchronously, until a
+/// `bulk_wait_read(n)` (or `bulk_wait(n)`) on the storing threads says it
+/// has: a write into the source (a store, a copy into it) that may follow
+/// the `bulk_store!` on the same threads with no such wait on the way
+/// between them (in program order, or around a loop enclosing both) can
+/// change the bytes being stored. The wait's count is not compared with
+/// the groups in flight (as stage expressions are not compared for rings).
+fn check_bulk_source_rewrite(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
+    let same_threads = |a: &Event, b: &Event| {
+        a.role != RoleCtx::Unknown
+            && b.role != RoleCtx::Unknown
+            && (a.role == b.role || a.role == RoleCtx::All || b.role == RoleCtx::All)
+    };
+    let live = || flow.events.iter().filter(|e| !e.def);
+    for st in live() {
+        let Kind::BulkStore(buf) = &st.kind else {
+            continue;
+        };
+        for w in live() {
+            if !matches!(&w.kind, Kind::WriteShared(b) if b == buf)
+                || !same_threads(st, w)
+                || !may_precede(st, w)
+            {
+                continue;
+            }
+            let waits = live().filter(|e| matches!(e.kind, Kind::BulkWait) && same_threads(st, e));
+            let covered = if st.seq < w.seq {
+                waits.into_iter().any(|e| st.seq < e.seq && e.seq < w.seq)
+            } else {
+                let shared: Vec<usize> = st
+                    .loops
+                    .iter()
+                    .filter(|l| w.loops.contains(l))
+                    .copied()
+                    .collect();
+                waits.into_iter().any(|e| {
+                    e.loops.iter().any(|l| shared.contains(l)) && (e.seq > st.seq || e.seq < w.seq)
+                })
+            };
+            if covered || !seen.first(w.span, "bulk-source") {
+                continue;
+            }
+            cx.error_at(
+                w.span,
+                format!(
+                    "`{buf}` is written while the `bulk_store!` from it at line {} may still be reading it: a bulk \
+                     store reads its source asynchronously; on the storing threads, `bulk_commit()` and then \
+                     `bulk_wait_read(n)` (or `bulk_wait(n)`) between the store and this write, so that the store \
+                     has read the buffer before it changes",
+                    line(st.span)
+                ),
+            );
+        }
     }
 }
 

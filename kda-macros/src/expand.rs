@@ -705,6 +705,21 @@ impl Rewrite<'_> {
                     _ => parse(quote_spanned!(span=> #rt::cp_async(&#dst, #di, &#src, #si))),
                 }
             }
+            Node::BulkStore(c) => {
+                self.visit_expr_mut(&mut c.dst_index);
+                self.visit_expr_mut(&mut c.src_index);
+                let ti = self.index(&c.dst_index);
+                let si = self.index(&c.src_index);
+                let (dst, src) = (&c.dst, &c.src);
+                let bytes = count(c.bytes.as_ref().expect("parsed with bytes"), "bytes");
+                let evict = c
+                    .evict_first
+                    .clone()
+                    .unwrap_or_else(|| syn::parse_quote!(false));
+                parse(
+                    quote_spanned!(span=> #rt::bulk_store(&#dst, #ti, &#src, #si, #bytes, #evict)),
+                )
+            }
             Node::Taken => parse(quote!(())),
         }
     }

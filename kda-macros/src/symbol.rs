@@ -84,6 +84,7 @@ pub const IN_ROLE: Symbol = Symbol("in_role");
 pub const SEND: Symbol = Symbol("send");
 pub const BULK_COPY: Symbol = Symbol("bulk_copy");
 pub const CP_ASYNC: Symbol = Symbol("cp_async");
+pub const BULK_STORE: Symbol = Symbol("bulk_store");
 /// What a DSL macro becomes inside the macro until expansion.
 pub const NODE: Symbol = Symbol("__kda_node");
 
@@ -119,6 +120,9 @@ pub const PDL_WAIT: Symbol = Symbol("pdl_wait");
 pub const CLUSTER_ARRIVE: &[&str] = &["cluster_arrive", "cluster_arrive_relaxed"];
 pub const CLUSTER_WAIT: Symbol = Symbol("cluster_wait");
 pub const CLUSTER_SYNC: Symbol = Symbol("cluster_sync");
+/// `bulk_wait(n)`, `bulk_wait_read(n)`: the waits that let a bulk store's
+/// source be written again.
+pub const BULK_WAITS: &[&str] = &["bulk_wait", "bulk_wait_read"];
 pub const WARP_SUM: Symbol = Symbol("warp_sum");
 /// Warp collectives: every lane of the warp must reach them together.
 pub const COLLECTIVES: &[&str] = &["shfl_bfly", "shfl_idx", "elect", "mma", "warp_sum"];

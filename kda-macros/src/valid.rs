@@ -49,6 +49,10 @@ pub fn declarations(cx: &Ctxt, k: &Kernel) {
                 expect_root(cx, k, &s.base, |d| matches!(d, Decl::Buffer(_)), "a shared buffer", "as a `send!` destination");
                 expect_root(cx, k, &s.completes, |d| matches!(d, Decl::Barrier(_)), "an mbarrier", "in `completes`");
             }
+            Node::BulkStore(c) => {
+                expect_root(cx, k, &c.dst, |d| matches!(d, Decl::Tensor(_)), "a tensor parameter", "as a bulk store destination");
+                expect_root(cx, k, &c.src, |d| matches!(d, Decl::Buffer(_)), "a shared buffer", "as a bulk store source");
+            }
             Node::BulkCopy(c) | Node::CpAsync(c) => {
                 expect_root(cx, k, &c.dst, |d| matches!(d, Decl::Buffer(_)), "a shared buffer", "as a copy destination");
                 expect_root(cx, k, &c.src, |d| matches!(d, Decl::Tensor(_)), "a tensor parameter", "as a copy source");

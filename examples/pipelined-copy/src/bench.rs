@@ -1,4 +1,5 @@
-//! Bandwidth on the GPU: the kernel over 1 GiB for 2, 3 and 4 stages
+//! Bandwidth on the GPU: the kernel over 1 GiB for 2, 3 and 4 stages, each
+//! with the register-store and the bulk-store output path
 //! (CUDA graph replays timed with events), next to the device's copy
 //! ceiling measured in the same run (the driver's device-to-device copy of
 //! the same bytes). Both figures count bytes read plus bytes written.
@@ -59,8 +60,8 @@ pub fn bench(
         grid: 0,
     });
 
-    for &stages in stage_counts {
-        let module = dev.load(&pipelined_copy(stages))?;
+    for (&stages, bulk_out) in stage_counts.iter().flat_map(|s| [(s, false), (s, true)]) {
+        let module = dev.load(&pipelined_copy(stages, bulk_out))?;
         let launch = Launch::persistent(dev, &module, tiles as u64)?;
         let args = pipelined_copy::Args::<CudaDevice> {
             x: x.arg(),
@@ -75,7 +76,10 @@ pub fn bench(
         }
         let m = median(&graph.time_replays(dev, reps)?);
         rows.push(BenchRow {
-            name: format!("pipelined_copy, {stages} stages"),
+            name: format!(
+                "pipelined_copy, {stages} stages, {}",
+                if bulk_out { "bulk store" } else { "st.global" }
+            ),
             bytes: moved,
             median_ms: m,
             gbps: gbps(moved, m),

@@ -5,7 +5,18 @@
 //! released the ring stage (`empty[s]`), arms `full[s]` and bulk-copies the
 //! tile into stage `s`. Warps 1..=4 consume: they wait for `full[s]`, read
 //! the stage, store the result and release it (`empty[s]`, one arrival per
-//! consumer thread). The grid is persistent: CTA `c` of `g` (in clusters
+//! consumer thread).
+//!
+//! With `bulk_out` the consumers write `a * x + b` back into the stage
+//! (`st.shared`), fence it for the async proxy and meet at a named barrier;
+//! then one consumer thread bulk-stores the whole stage to `y` and commits
+//! it as a bulk group. A stage may be refilled only once its store has read
+//! it, so that thread releases stage `s` (one arrival on `empty`) after a
+//! `bulk_wait_read` covering its store. To keep the ring pipelined it waits
+//! for all but the newest group (`bulk_wait_read(1)`) and releases the
+//! previous iteration's stage; with one stage there is no previous stage to
+//! release, so it waits for the store it just issued (`bulk_wait_read(0)`).
+//! The stores still in flight at exit complete on their own. The grid is persistent: CTA `c` of `g` (in clusters
 //! of two, each CTA with its own ring) handles tiles
 //! `c, c + g, ..` of a runtime tile count, iteration `i` in stage
 //! `i % stages`. The phases of both rings are loop-carried bits the compiler
@@ -26,6 +37,7 @@ pub const CONSUMERS: u32 = 128;
 #[cluster_kernel(block = 32 + CONSUMERS, cluster = 2)]
 pub fn pipelined_copy(
     #[comptime] stages: u32,
+    #[comptime] bulk_out: bool,
     #[align(16)] x: Tensor<f32, rows, { TILE }>,
     #[align(16)] y: Tensor<f32, rows, { TILE }>,
     tiles: u32,
@@ -40,8 +52,10 @@ pub fn pipelined_copy(
         roles = [producer, consumer],
         count = stages
     );
+    // One release per stage: every consumer thread's, or the storing thread's.
+    let releases = if bulk_out { 1 } else { CONSUMERS };
     let empty = mbarrier!(
-        arrivals = CONSUMERS,
+        arrivals = releases,
         roles = [producer, consumer],
         count = stages,
         released
@@ -91,9 +105,34 @@ pub fn pipelined_copy(
             for j in 0..TILE / (4 * CONSUMERS) {
                 let col = (j * CONSUMERS + c) * 4;
                 let v = ring.load4([s, col]).lanes();
-                y.evict_first().store([t, col], pack(v.map(|e| e * a + b)));
+                let out = pack(v.map(|e| e * a + b));
+                if bulk_out {
+                    ring.store([s, col], out);
+                } else {
+                    y.evict_first().store([t, col], out);
+                }
             }
-            empty[s].arrive();
+            if bulk_out {
+                // The writes, then the async proxy's read of the stage.
+                fence_proxy_async();
+                bar_sync(1, CONSUMERS);
+                if c == 0 {
+                    bulk_store!(y[[t, 0]] = ring[[s, 0]], bytes = TILE * 4, evict_first);
+                    bulk_commit();
+                    if stages == 1 {
+                        bulk_wait_read(0);
+                        empty[s].arrive();
+                    } else {
+                        // The previous iteration's store has read its stage.
+                        bulk_wait_read(1);
+                        if i > 0 {
+                            empty[(i + stages - 1) % stages].arrive();
+                        }
+                    }
+                }
+            } else {
+                empty[s].arrive();
+            }
         }
     });
 }

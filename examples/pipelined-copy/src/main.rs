@@ -1,7 +1,8 @@
 //! `pipelined-copy`: check the kernel for 1..=4 stages and several tile
 //! counts on the GPU if there is one, else on the simulator, and exit 0 only
-//! if every run matches the host. `--bench` (GPU only) times 1 GiB for 2, 3
-//! and 4 stages next to the device copy ceiling.
+//! if every run matches the host, with both output paths (`st.global` from
+//! registers, and the bulk store of each stage). `--bench` (GPU only) times
+//! 1 GiB for 2, 3 and 4 stages, both paths, next to the device copy ceiling.
 
 use std::process::ExitCode;
 
@@ -13,7 +14,8 @@ use pipelined_copy::run::run_checked;
 #[derive(Parser)]
 #[command(about = "A persistent, warp-specialised streaming kernel over an N-stage ring")]
 struct Cli {
-    /// Time 1 GiB for 2, 3 and 4 stages against the copy ceiling (needs a GPU).
+    /// Time 1 GiB for 2, 3 and 4 stages, both output paths, against the copy
+    /// ceiling (needs a GPU).
     #[arg(long)]
     bench: bool,
     /// Input bytes for --bench.
@@ -40,10 +42,14 @@ fn check() -> ExitCode {
     };
     let mut ok = true;
     for stages in 1..=4 {
-        for &t in tiles {
-            match run_checked(&dev, stages, t, None) {
+        for (bulk_out, &t) in [false, true]
+            .into_iter()
+            .flat_map(|b| tiles.iter().map(move |t| (b, t)))
+        {
+            let path = if bulk_out { "bulk store" } else { "st.global" };
+            match run_checked(&dev, stages, bulk_out, t, None) {
                 Ok(r) => println!(
-                    "{}: {stages} stages, {t} tiles on {} CTAs: match",
+                    "{}: {stages} stages, {path}, {t} tiles on {} CTAs: match",
                     dev.describe(),
                     r.grid
                 ),

@@ -10,12 +10,14 @@ pub enum RunError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
     #[error(
-        "{stages} stages, {tiles} tiles: element {index} (tile {}, column {}) is {got}, want {want}",
+        "{stages} stages, {} output, {tiles} tiles: element {index} (tile {}, column {}) is {got}, want {want}",
+        if *bulk_out { "bulk-store" } else { "register-store" },
         index / TILE as usize,
         index % TILE as usize
     )]
     Mismatch {
         stages: u32,
+        bulk_out: bool,
         tiles: u32,
         index: usize,
         got: f32,
@@ -43,15 +45,18 @@ pub struct Ran {
 
 /// Run `stages` stages over `tiles` tiles on `dev` with at most `max_grid`
 /// CTAs (rounded down to whole clusters of two; the persistent grid when
-/// the device holds fewer), and compare with the host.
+/// the device holds fewer), and compare with the host. `bulk_out`: the
+/// consumers write back through the ring and one bulk store per tile (else
+/// each thread stores its results from registers).
 pub fn run_checked<D: Device>(
     dev: &D,
     stages: u32,
+    bulk_out: bool,
     tiles: u32,
     max_grid: Option<u32>,
 ) -> Result<Ran, RunError> {
     let (a, b) = (0.5f32, 3.0f32);
-    let module = dev.load(&pipelined_copy(stages))?;
+    let module = dev.load(&pipelined_copy(stages, bulk_out))?;
     let xs = input(tiles);
     let rows = tiles as usize;
     let x = DeviceTensor::upload(dev, &xs, [rows, TILE as usize])?;
@@ -75,6 +80,7 @@ pub fn run_checked<D: Device>(
     if let Some(index) = (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
         return Err(RunError::Mismatch {
             stages,
+            bulk_out,
             tiles,
             index,
             got: got[index],

@@ -1,6 +1,9 @@
-//! The ring protocol on the simulator: 1..=4 stages, per-CTA trip counts 0,
-//! 1, stages - 1, stages + 1 and many (the grid's other CTA runs one fewer),
-//! each under the round-robin schedule, seeded interleavings and hold-back.
+//! The ring protocol on the simulator: 1..=4 stages, both output paths
+//! (register stores; write-back into the stage and one bulk store of it),
+//! per-CTA trip counts 0, 1, stages - 1, stages + 1 and many (the grid's
+//! other CTA runs one fewer), each under the round-robin schedule, seeded
+//! interleavings and hold-back, bit-exact against the host, with the race
+//! detector on (the default).
 
 use kda_runtime::{SimDevice, SimOptions};
 use pipelined_copy::run::run_checked;
@@ -24,8 +27,7 @@ fn schedules() -> Vec<SimOptions> {
     out
 }
 
-#[test]
-fn every_stage_count_and_trip_count_matches_the_host() {
+fn matrix(bulk_out: bool) {
     for stages in 1..=4 {
         let mut trips = vec![0, 1, stages - 1, stages + 1, 3 * stages + 2];
         trips.sort();
@@ -34,9 +36,9 @@ fn every_stage_count_and_trip_count_matches_the_host() {
             // CTA 0 runs `n` iterations, CTA 1 runs `n - 1`.
             let tiles = (GRID * n).saturating_sub(1);
             for opts in schedules() {
-                let what = format!("{stages} stages, {tiles} tiles, {opts:?}");
+                let what = format!("{stages} stages, bulk_out {bulk_out}, {tiles} tiles, {opts:?}");
                 let dev = SimDevice::with_options(opts);
-                let ran = run_checked(&dev, stages, tiles, Some(GRID))
+                let ran = run_checked(&dev, stages, bulk_out, tiles, Some(GRID))
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(ran.grid, GRID, "{what}");
             }
@@ -45,9 +47,21 @@ fn every_stage_count_and_trip_count_matches_the_host() {
         // four CTAs, each over several tiles.
         for opts in schedules().into_iter().step_by(3) {
             let dev = SimDevice::with_options(opts);
-            let ran = run_checked(&dev, stages, 4 * stages + 3, None)
-                .unwrap_or_else(|e| panic!("{stages} stages, persistent: {e}"));
+            let ran =
+                run_checked(&dev, stages, bulk_out, 4 * stages + 3, None).unwrap_or_else(|e| {
+                    panic!("{stages} stages, bulk_out {bulk_out}, persistent: {e}")
+                });
             assert_eq!(ran.grid, 4);
         }
     }
+}
+
+#[test]
+fn every_stage_count_and_trip_count_matches_the_host() {
+    matrix(false);
+}
+
+#[test]
+fn the_bulk_store_path_matches_the_host_for_every_stage_and_trip_count() {
+    matrix(true);
 }

@@ -173,6 +173,7 @@ impl Parser {
             C::ClusterArrive => return self.plain(Op::ClusterArrive { relaxed: flag }),
             C::ClusterWait => return self.plain(Op::ClusterWait),
             C::CpAsyncCommit => return self.plain(Op::CpAsyncCommit),
+            C::BulkCommit => return self.plain(Op::BulkCommit),
             C::GridDepWait => return self.plain(Op::GridDepWait),
             C::GridDepLaunch => return self.plain(Op::GridDepLaunch),
             C::Yield => return self.plain(Op::Yield),
@@ -334,6 +335,37 @@ impl Parser {
                     vec![],
                 )
             }
+            C::BulkStore => {
+                // `cp.async.bulk.store tN[g..], bufN[s], BYTES`: destination
+                // first, as PTX writes it; the operands keep the shared index
+                // first, as for `cp.async.bulk`.
+                let tensor = self.tensor()?;
+                let g = self.index()?;
+                self.expect(',')?;
+                let buffer = self.buffer()?;
+                let mut args = self.flat_index()?;
+                args.extend(g);
+                self.expect(',')?;
+                let bytes = self.u32()?;
+                (
+                    Op::BulkStore {
+                        buffer,
+                        tensor,
+                        bytes,
+                        policy,
+                    },
+                    args,
+                    vec![],
+                )
+            }
+            C::BulkWait => (
+                Op::BulkWait {
+                    n: self.u32()?,
+                    read: flag,
+                },
+                vec![],
+                vec![],
+            ),
             C::If => {
                 let cond = self.value()?;
                 let (then, y1) = self.region()?;

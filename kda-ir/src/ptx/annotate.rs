@@ -100,6 +100,15 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
             };
             format!("{buffer}[{}], {tensor}[{}], {bytes}, {bar}", a[0], list(g))
         }
+        Op::BulkStore {
+            buffer,
+            tensor,
+            bytes,
+            ..
+        } => {
+            format!("{tensor}[{}], {buffer}[{}], {bytes}", list(&a[1..]), a[0])
+        }
+        Op::BulkWait { n, .. } => n.to_string(),
         Op::For { .. } => {
             let mut f = format!("{}..{} step {}", a[0], a[1], a[2]);
             if a.len() > 3 {

@@ -147,4 +147,31 @@ impl Emitter<'_> {
         ));
         Ok(())
     }
+
+    pub fn bulk_store(
+        &mut self,
+        i: Inst,
+        buf: Buffer,
+        t: Tensor,
+        bytes: u32,
+        policy: CachePolicy,
+    ) -> Result<(), PtxError> {
+        if bytes == 0 || !bytes.is_multiple_of(16) {
+            return Err(self.err(
+                i,
+                format!("a bulk store moves a positive multiple of 16 bytes, not {bytes}"),
+            ));
+        }
+        let d = &self.k.insts[i];
+        let src = self.shared_addr(buf, d.args[0]);
+        let dst = self.global_addr(i, t, &d.args[1..])?;
+        let (hint, pol) = match (policy, self.evict_first) {
+            (CachePolicy::EvictFirst, Some(p)) => (".L2::cache_hint", format!(", {p}")),
+            _ => ("", String::new()),
+        };
+        self.ins(format!(
+            "cp.async.bulk.global.shared::cta.bulk_group{hint} [{dst}], {src}, {bytes}{pol}"
+        ));
+        Ok(())
+    }
 }

@@ -357,6 +357,21 @@ impl<'k> Emitter<'k> {
                 let at = self.ring_at(i, *ring);
                 self.bulk_copy(i, *buffer, *tensor, (*barrier, at), *bytes, *policy)
             }
+            Op::BulkStore {
+                buffer,
+                tensor,
+                bytes,
+                policy,
+            } => self.bulk_store(i, *buffer, *tensor, *bytes, *policy),
+            Op::BulkCommit => {
+                self.ins("cp.async.bulk.commit_group");
+                Ok(())
+            }
+            Op::BulkWait { n, read } => {
+                let read = if *read { ".read" } else { "" };
+                self.ins(format!("cp.async.bulk.wait_group{read} {n}"));
+                Ok(())
+            }
             Op::GridDepWait => self.griddep_wait(),
             Op::GridDepLaunch => self.griddep_launch(),
             Op::If { then, els } => self.if_(i, *then, *els),

@@ -108,6 +108,9 @@ impl Emitter<'_> {
                 } | Op::BulkCopy {
                     policy: CachePolicy::EvictFirst,
                     ..
+                } | Op::BulkStore {
+                    policy: CachePolicy::EvictFirst,
+                    ..
                 }
             )
         });

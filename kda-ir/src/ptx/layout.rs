@@ -60,7 +60,7 @@ impl Layout {
     fn compute(k: &Kernel) -> (Layout, Option<LayoutError>) {
         let mut bulk = SecondaryMap::<Buffer, bool>::new();
         k.walk(|i, _| {
-            if let Op::BulkCopy { buffer, .. } = k.insts[i].op {
+            if let Op::BulkCopy { buffer, .. } | Op::BulkStore { buffer, .. } = k.insts[i].op {
                 bulk[buffer] = true;
             }
         });

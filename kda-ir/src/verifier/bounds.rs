@@ -516,7 +516,7 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
                 let e = k.buffers.get(buffer).map_or(16, |b| b.elem.bytes());
                 (buffer, i128::from(16 / e.max(1)), "copies into")
             }
-            Op::BulkCopy { buffer, bytes, .. } => {
+            Op::BulkCopy { buffer, bytes, .. } | Op::BulkStore { buffer, bytes, .. } => {
                 let e = k.buffers.get(buffer).map_or(1, |b| b.elem.bytes());
                 (buffer, i128::from(bytes / e.max(1)).max(1), "copies into")
             }
@@ -549,6 +549,9 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
                 }
                 Op::CpAsync { tensor, .. } => {
                     format!("copies 16 bytes from {} into", cx.tensor(tensor))
+                }
+                Op::BulkStore { tensor, bytes, .. } => {
+                    format!("stores {bytes} bytes into {} from", cx.tensor(tensor))
                 }
                 _ => what.to_string(),
             };
@@ -596,15 +599,15 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
                 }
             }
         }
-        if let Op::BulkCopy { tensor, bytes, .. } = d.op {
+        if let Op::BulkCopy { tensor, bytes, .. } | Op::BulkStore { tensor, bytes, .. } = d.op {
             bulk_source(cx, layout, i, buffer, tensor, bytes);
         }
     }
 }
 
-/// A bulk copy reads `bytes` contiguous bytes from the tensor's element at
-/// its indices: with constant extents and strides the last one must be an
-/// element of the tensor.
+/// A bulk copy reads (a bulk store writes) `bytes` contiguous bytes from the
+/// tensor's element at its indices: with constant extents and strides the
+/// last one must be an element of the tensor.
 fn bulk_source(cx: &mut Ctx, layout: &Layout, i: Inst, buffer: Buffer, tensor: Tensor, bytes: u32) {
     let k = cx.k;
     let Some(td) = k.tensors.get(tensor) else {
@@ -658,14 +661,20 @@ fn bulk_source(cx: &mut Ctx, layout: &Layout, i: Inst, buffer: Buffer, tensor: T
     let over = (exact && (first < 0 || last > end)) || lo_off + count - 1 > end;
     if over {
         let m = cx.mnemonic(i);
-        cx.error(
-            i,
+        let msg = if matches!(d.op, Op::BulkStore { .. }) {
+            format!(
+                "`{m}` stores {bytes} bytes from {} into {}: it writes the tensor's elements {first}..={last} (offsets through its constant strides), past its last element {end}",
+                cx.buffer(buffer),
+                cx.tensor(tensor),
+            )
+        } else {
             format!(
                 "`{m}` copies {bytes} bytes from {} into {}: it reads the tensor's elements {first}..={last} (offsets through its constant strides), past its last element {end}",
                 cx.tensor(tensor),
                 cx.buffer(buffer),
-            ),
-        );
+            )
+        };
+        cx.error(i, msg);
     }
 }
 

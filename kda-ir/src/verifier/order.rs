@@ -1,7 +1,10 @@
 //! Ordering: what must already have happened on the same threads when a read
 //! or a send runs. Produced tensors are read after `pdl.wait`, guarded buffers
-//! after a wait on their guard, DSMEM sends after the cluster barrier that
-//! follows the target barrier's initialisation.
+//! (also by a bulk store, which reads its source) after a wait on their
+//! guard, DSMEM sends after the cluster barrier that follows the target
+//! barrier's initialisation, and a bulk store (async proxy) after a
+//! `fence.proxy.async` that follows every `st.shared` (generic proxy) into
+//! its source which may precede it on these threads ([`fences`]).
 //!
 //! A forward walk over the region tree carries the facts established so far
 //! (see the module doc of the verifier for how they flow through regions).
@@ -9,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, Layout};
-use crate::entities::{Barrier, Region, Role};
+use crate::entities::{Barrier, Buffer, Inst, Region, Role};
 use crate::kernel::Provenance;
 use crate::op::Op;
 
@@ -30,6 +33,149 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
     };
     let mut s = State::default();
     w.region(k.body, &mut s);
+    fences(cx);
+}
+
+/// Bulk stores read their shared source through the async proxy, which does
+/// not see the generic proxy's `st.shared` writes unless a
+/// `fence.proxy.async` orders them first: every `st.shared` into a bulk
+/// store's source that may precede the store on the same threads (earlier
+/// in program order, or in an earlier iteration of a loop around both) must
+/// be followed by a fence before the store. A may-analysis: the buffers
+/// written since the last fence on some path, iterated to a fixed point
+/// over loops. Writes by other threads ordered by a barrier are covered by
+/// those threads' own code (the usual shape: every writer fences, then the
+/// barrier, then one thread stores).
+fn fences(cx: &mut Ctx) {
+    let k = cx.k;
+    let sources: BTreeSet<Buffer> = k
+        .insts
+        .values()
+        .filter_map(|d| match d.op {
+            Op::BulkStore { buffer, .. } => Some(buffer),
+            _ => None,
+        })
+        .collect();
+    if sources.is_empty() {
+        return;
+    }
+    let mut f = Fences {
+        cx,
+        sources,
+        report: false,
+        reported: BTreeSet::new(),
+    };
+    let mut s = FenceState::default();
+    // The first walk reaches every loop's fixed point; the second reports.
+    f.region(k.body, &mut s.clone());
+    f.report = true;
+    f.region(k.body, &mut s);
+}
+
+/// Unfenced written buffers, here and per role (from the role regions run).
+#[derive(Clone, Default, PartialEq)]
+struct FenceState {
+    here: BTreeMap<Buffer, Inst>,
+    roles: BTreeMap<Role, BTreeMap<Buffer, Inst>>,
+}
+
+fn union(a: &mut BTreeMap<Buffer, Inst>, b: &BTreeMap<Buffer, Inst>) {
+    for (k, v) in b {
+        a.entry(*k).or_insert(*v);
+    }
+}
+
+impl FenceState {
+    fn union(&mut self, o: &FenceState) {
+        union(&mut self.here, &o.here);
+        for (r, b) in &o.roles {
+            union(self.roles.entry(*r).or_default(), b);
+        }
+    }
+}
+
+struct Fences<'a, 'k> {
+    cx: &'a mut Ctx<'k>,
+    sources: BTreeSet<Buffer>,
+    report: bool,
+    reported: BTreeSet<Inst>,
+}
+
+impl Fences<'_, '_> {
+    fn region(&mut self, r: Region, s: &mut FenceState) {
+        let k = self.cx.k;
+        for &i in &k.regions[r].insts {
+            match k.insts[i].op {
+                Op::StShared { buffer } if self.sources.contains(&buffer) => {
+                    s.here.insert(buffer, i);
+                }
+                Op::FenceProxyAsync => s.here.clear(),
+                Op::BulkStore { buffer, .. } => {
+                    if let Some(&w) = s.here.get(&buffer)
+                        && self.report
+                        && self.reported.insert(i)
+                    {
+                        let m = self.cx.mnemonic(i);
+                        let at = &k.insts[w].loc;
+                        let msg = format!(
+                            "`{m}` reads {} through the async proxy after an `st.shared` into it (at {at}) with no `fence.proxy.async` between them on these threads: the bulk store may read the old bytes; add `fence.proxy.async` after the writes (before the barrier that orders them before the store)",
+                            self.cx.buffer(buffer)
+                        );
+                        self.cx.error(i, msg);
+                    }
+                }
+                Op::If { then, els } => {
+                    let (mut a, mut b) = (s.clone(), s.clone());
+                    self.region(then, &mut a);
+                    self.region(els, &mut b);
+                    a.union(&b);
+                    *s = a;
+                }
+                Op::For { body } => self.looped(&[body], s),
+                Op::While { cond, body } => {
+                    self.region(cond, s);
+                    self.looped(&[body, cond], s);
+                }
+                Op::InRole { role, body } => {
+                    let mut inner = s.clone();
+                    if let Some(f) = s.roles.get(&role) {
+                        union(&mut inner.here, f);
+                    }
+                    self.region(body, &mut inner);
+                    s.roles = inner.roles;
+                    s.roles.insert(role, inner.here);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A loop body (regions run in order per iteration), run zero or more
+    /// times: its entry state grows by its exit state until it is stable.
+    fn looped(&mut self, body: &[Region], s: &mut FenceState) {
+        let report = self.report;
+        self.report = false;
+        let mut entry = s.clone();
+        loop {
+            let mut t = entry.clone();
+            for &r in body {
+                self.region(r, &mut t);
+            }
+            let mut next = entry.clone();
+            next.union(&t);
+            if next == entry {
+                break;
+            }
+            entry = next;
+        }
+        self.report = report;
+        let mut t = entry.clone();
+        for &r in body {
+            self.region(r, &mut t);
+        }
+        entry.union(&t);
+        *s = entry;
+    }
 }
 
 /// What the threads running here have passed on every path.
@@ -105,12 +251,12 @@ impl Walk<'_, '_> {
                     );
                     self.cx.error(i, msg);
                 }
-                Op::LdShared { buffer } => {
+                Op::LdShared { buffer } | Op::BulkStore { buffer, .. } => {
                     if let Some(g) = k.buffers[buffer].guard
                         && !s.here.waited.contains(&g)
                     {
                         let msg = format!(
-                            "`ld.shared` reads {}, which {} guards, before these threads wait on that barrier; add an `mbarrier.wait` on it first, on every path in this role",
+                            "`{m}` reads {}, which {} guards, before these threads wait on that barrier; add an `mbarrier.wait` on it first, on every path in this role",
                             self.cx.buffer(buffer),
                             self.cx.barrier(g)
                         );

@@ -80,9 +80,10 @@ fn ownership(cx: &mut Ctx, layout: &Layout) {
     let k = cx.k;
     for &i in &layout.order {
         let (buffer, barrier) = match k.insts[i].op {
-            Op::LdShared { buffer } | Op::StShared { buffer } | Op::CpAsync { buffer, .. } => {
-                (Some(buffer), None)
-            }
+            Op::LdShared { buffer }
+            | Op::StShared { buffer }
+            | Op::CpAsync { buffer, .. }
+            | Op::BulkStore { buffer, .. } => (Some(buffer), None),
             Op::StAsync { buffer, barrier }
             | Op::BulkCopy {
                 buffer, barrier, ..

@@ -536,6 +536,29 @@ impl Sig<'_, '_> {
                     }
                 }
             }
+            Op::BulkStore {
+                buffer,
+                tensor,
+                bytes,
+                ..
+            } => {
+                self.results(0);
+                match a.split_first() {
+                    None => self.err(format!(
+                        "`{m}` takes a shared index and one index per tensor dimension, found none"
+                    )),
+                    Some((&s, g)) => {
+                        self.index(s);
+                        self.global(*tensor, g, None, false);
+                        if *bytes == 0 || bytes % 16 != 0 {
+                            self.err(format!(
+                                "`{m}` stores a positive multiple of 16 bytes, found {bytes}"
+                            ));
+                        }
+                        self.copy_target(*buffer, *tensor, *bytes);
+                    }
+                }
+            }
             Op::MbarArrive { barrier, ring } => {
                 if self.arity((*ring > 0) as usize, 0) {
                     self.ring(*barrier, *ring, a.last().copied());
@@ -561,6 +584,8 @@ impl Sig<'_, '_> {
             | Op::ClusterWait
             | Op::CpAsyncCommit
             | Op::CpAsyncWait(_)
+            | Op::BulkCommit
+            | Op::BulkWait { .. }
             | Op::GridDepWait
             | Op::GridDepLaunch => {
                 self.arity(0, 0);
@@ -859,12 +884,22 @@ impl Sig<'_, '_> {
             ));
         }
         if bytes > bd.bytes() {
-            self.err(format!(
-                "`{m}` copies {bytes} bytes from {} into {}, which holds {}",
-                self.cx.tensor(t),
-                self.cx.buffer(b),
-                bd.size()
-            ));
+            let msg = if matches!(self.cx.k.insts[self.i].op, Op::BulkStore { .. }) {
+                format!(
+                    "`{m}` stores {bytes} bytes from {} into {}, but the buffer holds {}",
+                    self.cx.buffer(b),
+                    self.cx.tensor(t),
+                    bd.size()
+                )
+            } else {
+                format!(
+                    "`{m}` copies {bytes} bytes from {} into {}, which holds {}",
+                    self.cx.tensor(t),
+                    self.cx.buffer(b),
+                    bd.size()
+                )
+            };
+            self.err(msg);
         }
     }
 }

@@ -285,7 +285,7 @@ impl Walk {
                     missing.push(barrier.to_string());
                 }
             }
-            Op::CpAsync { buffer, tensor } => {
+            Op::CpAsync { buffer, tensor } | Op::BulkStore { buffer, tensor, .. } => {
                 if !k.buffers.is_valid(*buffer) {
                     missing.push(buffer.to_string());
                 }

@@ -53,6 +53,12 @@ pub enum Kind {
     },
     ReadTensor(String),
     ReadShared(String),
+    /// A write into a shared buffer: a store, a send, a copy into it.
+    WriteShared(String),
+    /// `bulk_store!` from a shared buffer.
+    BulkStore(String),
+    /// `bulk_wait(n)` or `bulk_wait_read(n)`.
+    BulkWait,
     UseBarrier(String),
     UseBuffer(String),
     /// An element access of a shared buffer (`buf[i]`, `buf[[r, c]] = v`,

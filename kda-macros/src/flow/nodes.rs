@@ -118,6 +118,19 @@ impl Walker<'_> {
                 }
                 Level::Comptime
             }
+            Node::BulkStore(c) => {
+                self.expr(&mut c.dst_index);
+                self.expr(&mut c.src_index);
+                if let Some(b) = &mut c.bytes {
+                    self.expr(b);
+                }
+                if let Some((name, Decl::Buffer(_))) = self.decl(&c.src) {
+                    self.event(Kind::ReadShared(name.clone()), c.src.span());
+                    self.event(Kind::BulkStore(name.clone()), c.span);
+                    self.event(Kind::UseBuffer(name), c.src.span());
+                }
+                Level::Comptime
+            }
             Node::BulkCopy(c) | Node::CpAsync(c) => {
                 self.expr(&mut c.dst_index);
                 self.expr(&mut c.src_index);
@@ -145,6 +158,7 @@ impl Walker<'_> {
                     }
                 }
                 if let Some((name, Decl::Buffer(_))) = self.decl(&c.dst) {
+                    self.event(Kind::WriteShared(name.clone()), c.dst.span());
                     self.event(Kind::UseBuffer(name), c.dst.span());
                 }
                 Level::Comptime

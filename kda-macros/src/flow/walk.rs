@@ -232,6 +232,7 @@ impl Walker<'_> {
                             self.event(Kind::ReadShared(name.clone()), ix.expr.span());
                         }
                         self.shared_access(&name, &ix.index, 1, Access::Store);
+                        self.event(Kind::WriteShared(name.clone()), ix.expr.span());
                         self.event(Kind::UseBuffer(name), ix.expr.span());
                     }
                     _ => {
@@ -352,6 +353,7 @@ impl Walker<'_> {
             }
             Some((name, Decl::Buffer(_))) if STORES.contains(&method.as_str()) => {
                 self.place(&mut m.receiver);
+                self.event(Kind::WriteShared(name.clone()), m.receiver.span());
                 self.event(Kind::UseBuffer(name), m.receiver.span());
                 Level::Comptime
             }
@@ -405,6 +407,10 @@ impl Walker<'_> {
         }
         if n == CLUSTER_WAIT.name() {
             self.event(Kind::ClusterWait, span);
+            return Level::Comptime;
+        }
+        if BULK_WAITS.contains(&n) {
+            self.event(Kind::BulkWait, span);
             return Level::Comptime;
         }
         if n == CLUSTER_SYNC.name() {

@@ -293,6 +293,22 @@ pub(crate) enum Ins {
         gidx: Box<[Idx]>,
         ring: Option<Ring>,
     },
+    /// `cp.async.bulk.global.shared::cta.bulk_group`: queued, executed
+    /// later (`exec::bulk`).
+    BulkStore {
+        sb: ShBuf,
+        t: u32,
+        bytes: u32,
+        sidx: Idx,
+        gidx: Box<[Idx]>,
+    },
+    /// `cp.async.bulk.commit_group`.
+    BulkCommit,
+    /// `cp.async.bulk.wait_group[.read] n`.
+    BulkWait {
+        n: u32,
+        read: bool,
+    },
     /// Push the mask; run the lanes where `c` holds, else jump to `else_pc`.
     IfBegin {
         c: u32,
@@ -1074,6 +1090,29 @@ impl<'k> Emit<'k> {
                     ring: self.ring(ring, d)?,
                 }
             }
+            Op::BulkStore {
+                buffer,
+                tensor,
+                bytes,
+                ..
+            } => {
+                check_rank(tensor, d.args.len() - 1)?;
+                if bytes % 16 != 0 {
+                    return Err(unsupported(
+                        format!("cp.async.bulk.store of {bytes} bytes (not a multiple of 16)"),
+                        d,
+                    ));
+                }
+                Ins::BulkStore {
+                    sb: self.sb(buffer),
+                    t: tensor.as_u32(),
+                    bytes,
+                    sidx: self.idx(d.args[0], d)?,
+                    gidx: gidx(&d.args[1..])?,
+                }
+            }
+            Op::BulkCommit => Ins::BulkCommit,
+            Op::BulkWait { n, read } => Ins::BulkWait { n, read },
             Op::If { .. } | Op::For { .. } | Op::While { .. } | Op::InRole { .. } | Op::Yield => {
                 unreachable!("structural ops are emitted by `region`")
             }

@@ -42,8 +42,9 @@ use crate::launch::{Device, LaunchConfig, ScalarArg, check_launch};
 
 pub use memory::SimBuffer;
 pub use report::{
-    AccessKind, AtExit, BarrierAtExit, BarrierMisuse, BlockedWarp, Deadlock, Misaligned,
-    OutOfBounds, RaceAccess, RaceKind, SharedRace, SimError, Site, Space, TxOverflow, WaitOn,
+    AccessKind, AtExit, BarrierAtExit, BarrierMisuse, BlockedWarp, Deadlock, GlobalRace,
+    Misaligned, OutOfBounds, RaceAccess, RaceKind, SharedRace, SimError, Site, Space, TxOverflow,
+    WaitOn,
 };
 
 /// How the simulator runs.

@@ -21,6 +21,15 @@
 //! * every warp's `cp.async` queue is an actor whose clock counts the groups
 //!   `cp.async.wait_group` has completed; a `cp.async` write is stamped with
 //!   the group it is committed in;
+//! * every warp's bulk-store queue is two actors: one whose clock counts
+//!   the bulk groups whose shared sources `cp.async.bulk.wait_group.read`
+//!   has seen read, one counting the groups `cp.async.bulk.wait_group` has
+//!   seen written to global memory. A bulk store reads its source as that
+//!   first actor (a later write of the source conflicts unless ordered
+//!   after a `wait_group.read` covering the store) and writes its global
+//!   destination as the second: the destinations in flight are kept per
+//!   tensor, and a global access of the same kernel (load, store, copy)
+//!   overlapping one conflicts unless ordered after a `wait_group` covering it;
 //! * each shadow granule (2 bytes, or 4 when the kernel has no 2-byte shared
 //!   access) holds the last write's stamp and the reads since: one read
 //!   stamp, or a read set when unordered warps read it. A read conflicts
@@ -73,6 +82,8 @@ pub(crate) enum Prior {
     CpAsync { group: u32 },
     /// A read.
     Read,
+    /// A bulk store's read of its source, in bulk group `group` of its warp.
+    BulkRead { group: u32 },
 }
 
 /// A conflict found by a check: bytes `start..end` of CTA `rank`'s shared
@@ -120,6 +131,10 @@ pub(crate) struct Race {
     cl_done: Vec<u32>,
     /// `cp.async` groups committed per warp.
     commits: Vec<u32>,
+    /// Bulk groups committed per warp.
+    bulk_commits: Vec<u32>,
+    /// Bulk-store destinations in flight, per tensor.
+    inflight: Vec<Vec<InFlight>>,
     shadow: Vec<Vec<Gran>>,
     /// Read sets: (clock, pc) per warp, clock 0 for none.
     sets: Vec<Vec<(u32, u32)>>,
@@ -137,7 +152,7 @@ impl Race {
         let nw = (ctas * warps) as usize;
         let nb = barriers;
         let nbt = ctas as usize * nb;
-        let na = nw + nbt + nw;
+        let na = nw + nbt + 3 * nw;
         let sz = |n: usize| if on { n } else { 0 };
         Race {
             on,
@@ -154,6 +169,8 @@ impl Race {
             cl_rel: vec![0; sz(na)],
             cl_done: vec![0; sz(na)],
             commits: vec![0; sz(nw)],
+            bulk_commits: vec![0; sz(nw)],
+            inflight: vec![],
             shadow: (0..ctas)
                 .map(|_| vec![EMPTY; sz(smem.div_ceil(gran) as usize)])
                 .collect(),
@@ -182,12 +199,14 @@ impl Race {
             &mut self.cl_rel,
             &mut self.cl_done,
             &mut self.commits,
+            &mut self.bulk_commits,
             &mut self.acquired,
             &mut self.tx_done,
         ] {
             v.fill(0);
         }
         self.waited.fill(false);
+        self.inflight.iter_mut().for_each(Vec::clear);
         for s in self.shadow.iter_mut() {
             s.fill(EMPTY);
         }
@@ -213,6 +232,28 @@ impl Race {
         self.nw + self.bar_count() + t as usize
     }
 
+    /// Warp `t`'s bulk-store queue as the reader of sources.
+    fn bqr_actor(&self, t: u32) -> usize {
+        self.nw + self.bar_count() + self.nw + t as usize
+    }
+
+    /// Warp `t`'s bulk-store queue as the writer of destinations.
+    fn bqw_actor(&self, t: u32) -> usize {
+        self.nw + self.bar_count() + 2 * self.nw + t as usize
+    }
+
+    /// The issuing warp and the kind of a read recorded by `actor` at
+    /// `clock` (`nw` warps, `nbt` barrier actors).
+    fn reader(nw: usize, nbt: usize, actor: u32, clock: u32) -> (u32, Prior) {
+        let a = actor as usize;
+        if a < nw {
+            (actor, Prior::Read)
+        } else {
+            let t = (a - nw - nbt - nw) as u32;
+            (t, Prior::BulkRead { group: clock - 1 })
+        }
+    }
+
     fn bar_count(&self) -> usize {
         self.acquired.len()
     }
@@ -220,10 +261,42 @@ impl Race {
     /// Read `bytes` at byte `byte` of CTA `rank`'s shared memory by warp `t`.
     #[inline]
     pub fn read(&mut self, rank: u32, t: u32, byte: u32, bytes: u32, pc: u32) -> Option<Conflict> {
+        let now = self.vc[t as usize * self.na + t as usize];
+        self.read_as(rank, t, t, now, byte, bytes, pc)
+    }
+
+    /// A bulk store issued by warp `t` reads its source, `bytes` at byte
+    /// `byte` of CTA `rank`'s shared memory: ordered after what `t`'s clock
+    /// covers, recorded as a read of `t`'s bulk queue in its open group.
+    pub fn bulk_read(
+        &mut self,
+        rank: u32,
+        t: u32,
+        byte: u32,
+        bytes: u32,
+        pc: u32,
+    ) -> Option<Conflict> {
+        let a = self.bqr_actor(t) as u32;
+        let clock = self.bulk_commits[t as usize] + 1;
+        self.read_as(rank, t, a, clock, byte, bytes, pc)
+    }
+
+    /// A read checked with warp `t`'s clock, recorded as actor `who`'s at `now`.
+    #[inline]
+    fn read_as(
+        &mut self,
+        rank: u32,
+        tw: u32,
+        who: u32,
+        now: u32,
+        byte: u32,
+        bytes: u32,
+        pc: u32,
+    ) -> Option<Conflict> {
+        let t = who;
         let (g0, g1) = (byte / self.gran, (byte + bytes).div_ceil(self.gran));
         let na = self.na;
-        let vc = &self.vc[t as usize * na..][..na];
-        let now = vc[t as usize];
+        let vc = &self.vc[tw as usize * na..][..na];
         let sh = &mut self.shadow[rank as usize];
         for g in g0..g1 {
             let s = &mut sh[g as usize];
@@ -244,7 +317,7 @@ impl Race {
                         i
                     }
                     None => {
-                        self.sets.push(vec![(0, 0); self.nw]);
+                        self.sets.push(vec![(0, 0); self.na]);
                         self.sets.len() as u32 - 1
                     }
                 };
@@ -309,7 +382,7 @@ impl Race {
             Stamp::Async { rank, bar, phase } => (self.bar_actor(rank, bar), phase + 1),
             Stamp::CpAsync => (self.cpq_actor(t), self.commits[t as usize] + 1),
         };
-        let na = self.na;
+        let (na, nw, nbt) = (self.na, self.nw, self.bar_count());
         let vc = &self.vc[t as usize * na..][..na];
         let sh = &mut self.shadow[rank as usize];
         for g in g0..g1 {
@@ -322,27 +395,29 @@ impl Race {
                 if s.r_warp & SET != 0 {
                     let i = s.r_warp & !SET;
                     let set = &self.sets[i as usize];
-                    if let Some(u) = (0..self.nw).find(|&u| set[u].0 > vc[u]) {
+                    if let Some(u) = (0..self.na).find(|&u| set[u].0 > vc[u]) {
                         let (rank, start, pc) = (rank, g * self.gran, set[u].1);
+                        let (warp, prior) = Self::reader(nw, nbt, u as u32, set[u].0);
                         return Some(Conflict {
                             rank,
                             start,
                             end: start + self.gran,
                             pc,
-                            warp: u as u32,
-                            prior: Prior::Read,
+                            warp,
+                            prior,
                         });
                     }
                     self.free_sets.push(i);
                 } else if s.r_clock > vc[s.r_warp as usize] {
                     let start = g * self.gran;
+                    let (warp, prior) = Self::reader(nw, nbt, s.r_warp, s.r_clock);
                     return Some(Conflict {
                         rank,
                         start,
                         end: start + self.gran,
                         pc: s.r_pc,
-                        warp: s.r_warp,
-                        prior: Prior::Read,
+                        warp,
+                        prior,
                     });
                 }
             }
@@ -472,4 +547,93 @@ impl Race {
         let c = &mut self.vc[t as usize * self.na + a];
         *c = (*c).max(done);
     }
+
+    /// The bulk group warp `t`'s next bulk store belongs to.
+    pub fn bulk_group(&self, t: u32) -> u32 {
+        self.bulk_commits[t as usize]
+    }
+
+    /// Warp `t` commits its open bulk group.
+    pub fn bulk_commit(&mut self, t: u32) {
+        self.bulk_commits[t as usize] += 1;
+    }
+
+    /// Warp `t` passed `cp.async.bulk.wait_group[.read] n`: the sources of
+    /// all but its `n` newest committed groups have been read (and, without
+    /// `read`, their destinations written).
+    pub fn bulk_wait(&mut self, t: u32, n: u32, read: bool) {
+        let done = self.bulk_commits[t as usize].saturating_sub(n);
+        let mut actors = vec![self.bqr_actor(t)];
+        if !read {
+            actors.push(self.bqw_actor(t));
+        }
+        for a in actors {
+            let c = &mut self.vc[t as usize * self.na + a];
+            *c = (*c).max(done);
+        }
+    }
+
+    /// Warp `t` issued a bulk store writing bytes `start..end` of tensor
+    /// `tensor` (in its open group).
+    pub fn bulk_dest(&mut self, tensor: u32, t: u32, start: u64, end: u64, pc: u32) {
+        let ti = tensor as usize;
+        if self.inflight.len() <= ti {
+            self.inflight.resize_with(ti + 1, Vec::new);
+        }
+        let group = self.bulk_commits[t as usize];
+        let actor = self.bqw_actor(t) as u32;
+        self.inflight[ti].push(InFlight {
+            start,
+            end,
+            actor,
+            clock: group + 1,
+            warp: t,
+            pc,
+        });
+    }
+
+    /// A global access by warp `t` of bytes `start..end` of tensor `tensor`:
+    /// the first bulk-store destination in flight it overlaps and is not
+    /// ordered after (the store's warp, pc, group and the overlap).
+    #[inline]
+    pub fn global(&self, tensor: u32, t: u32, start: u64, end: u64) -> Option<GlobalConflict> {
+        let list = self.inflight.get(tensor as usize)?;
+        if list.is_empty() {
+            return None;
+        }
+        let vc = &self.vc[t as usize * self.na..][..self.na];
+        list.iter()
+            .find(|f| f.start < end && start < f.end && vc[f.actor as usize] < f.clock)
+            .map(|f| GlobalConflict {
+                start: f.start.max(start),
+                end: f.end.min(end),
+                warp: f.warp,
+                pc: f.pc,
+                group: f.clock - 1,
+            })
+    }
+}
+
+/// A bulk store's destination in flight.
+struct InFlight {
+    start: u64,
+    end: u64,
+    /// The issuing warp's write-queue actor and the clock that covers it.
+    actor: u32,
+    clock: u32,
+    warp: u32,
+    pc: u32,
+}
+
+/// A global access overlapping a bulk store's destination it is not ordered after.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct GlobalConflict {
+    /// Overlapping bytes of the tensor.
+    pub start: u64,
+    pub end: u64,
+    /// The store's warp (cluster index) and pc.
+    pub warp: u32,
+    pub pc: u32,
+    /// Its bulk group.
+    pub group: u32,
 }

@@ -347,6 +347,18 @@ pub enum AccessKind {
         /// The warp's commit group it belongs to (0: the first).
         group: u32,
     },
+    /// A bulk store (`cp.async.bulk.store`) reading its shared source: done
+    /// once a `cp.async.bulk.wait_group.read` covering its group has passed.
+    BulkRead {
+        /// The issuing warp's bulk group (0: the first).
+        group: u32,
+    },
+    /// A bulk store writing its global destination: done once a
+    /// `cp.async.bulk.wait_group` covering its group has passed.
+    BulkWrite {
+        /// The issuing warp's bulk group (0: the first).
+        group: u32,
+    },
 }
 
 impl fmt::Display for AccessKind {
@@ -363,6 +375,12 @@ impl fmt::Display for AccessKind {
                 "asynchronous write completing phase {phase} of mbarrier `{barrier}` of CTA rank {rank}"
             ),
             AccessKind::CpAsync { group } => write!(f, "cp.async write in commit group {group}"),
+            AccessKind::BulkRead { group } => {
+                write!(f, "bulk store's read of its source in bulk group {group}")
+            }
+            AccessKind::BulkWrite { group } => {
+                write!(f, "bulk store's write in bulk group {group}")
+            }
         }
     }
 }
@@ -402,6 +420,10 @@ pub enum RaceKind {
     ReadWrite,
     /// Two writes, the later not ordered after the earlier.
     WriteWrite,
+    /// A bulk store's source is written before a
+    /// `cp.async.bulk.wait_group.read` covering the store is ordered before
+    /// the write: the store may still be reading the old bytes.
+    BulkSource,
 }
 
 /// Two accesses to the same shared-memory bytes, by different warps (or an
@@ -434,11 +456,41 @@ impl fmt::Display for SharedRace {
             RaceKind::WriteRead => "a read not ordered after the write by any barrier",
             RaceKind::ReadWrite => "a write not ordered after the read by any barrier",
             RaceKind::WriteWrite => "two writes not ordered by any barrier",
+            RaceKind::BulkSource => {
+                "the source of a bulk store is written before a `cp.async.bulk.wait_group.read` covering the store (the store may still be reading it)"
+            }
         };
         write!(
             f,
             "data race on shared buffer `{}` of CTA rank {}, bytes {}..{}: {why}\n  earlier: {}\n  later:   {}",
             self.buffer, self.rank, self.start, self.end, self.earlier, self.later
+        )
+    }
+}
+
+/// A global access of bytes a bulk store of the same kernel is still
+/// writing: not ordered after a `cp.async.bulk.wait_group` that covers the
+/// store (by the issuing thread, then synchronisation to the accessing one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GlobalRace {
+    /// The tensor's declared name.
+    pub tensor: String,
+    /// First byte of the overlap, from the start of the tensor's buffer.
+    pub start: u64,
+    /// One past its last byte.
+    pub end: u64,
+    /// The bulk store (its lane is not recorded).
+    pub earlier: RaceAccess,
+    /// The access that found the race.
+    pub later: RaceAccess,
+}
+
+impl fmt::Display for GlobalRace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "data race on tensor `{}`, bytes {}..{}: a bulk store may still be writing them (no `cp.async.bulk.wait_group` covering it is ordered before this access)\n  earlier: {}\n  later:   {}",
+            self.tensor, self.start, self.end, self.earlier, self.later
         )
     }
 }
@@ -527,6 +579,10 @@ pub enum SimError {
     /// Conflicting shared-memory accesses not ordered by synchronisation
     /// (found by the race detector, `SimOptions::race_check`).
     Race(Box<SharedRace>),
+    #[error("{0}")]
+    /// A global access overlapping a bulk store in flight (found by the race
+    /// detector).
+    GlobalRace(Box<GlobalRace>),
     #[error("{0}")]
     /// A CTA exited with transactions incoming or delivered data unwaited
     /// (found by the race detector).

@@ -138,6 +138,7 @@ impl Runner {
             index,
             check_pdl: lx.check_pdl,
             race: std::mem::take(&mut self.race),
+            bulk: Vec::new(),
         };
         let res = self.schedule(lx, &mut cx);
         self.ctas = cx.ctas;
@@ -186,6 +187,15 @@ impl Runner {
                 };
                 let (n, stop) = exec::run(prog, w, cx, budget)?;
                 steps += n;
+                // Bulk stores in flight advance at the seeded schedule's
+                // choice (a deterministic run leaves them to the waits).
+                if let Some(r) = rng.as_mut()
+                    && !cx.bulk.is_empty()
+                    && r.below(3) == 0
+                {
+                    let i = r.below(cx.bulk.len() as u64) as usize;
+                    exec::bulk::step(cx, i);
+                }
                 progress |= n > 0;
                 if stop != Stop::Done {
                     alive += 1;
@@ -212,6 +222,8 @@ impl Runner {
                 return Err(self.deadlock(prog, cx));
             }
         }
+        // Kernel exit does not wait for bulk stores: the GPU completes them.
+        exec::bulk::drain(cx);
         check_leftover_tx(prog, cx)?;
         Ok(steps)
     }

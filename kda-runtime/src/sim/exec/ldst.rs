@@ -52,6 +52,10 @@ pub(super) fn exec(
                 let byte = global_byte(k, *t, tv, &w.regs, ix, &mut idx, l, elems, *bytes, || {
                     site(prog, w, cx, Some(l as u32))
                 })?;
+                if cx.race.on {
+                    let kind = AccessKind::Read;
+                    super::bulk::check_global(prog, w, cx, *t, byte, *bytes, l as u32, kind)?;
+                }
                 read_words(tv.mem, byte as usize, *bytes, &mut tmp[..nw]);
                 for (i, &v) in tmp[..nw].iter().enumerate() {
                     w.regs[(*d as usize + i) * 32 + l] = v;
@@ -78,6 +82,10 @@ pub(super) fn exec(
                 let byte = global_byte(k, *t, tv, &w.regs, ix, &mut idx, l, elems, *bytes, || {
                     site(prog, w, cx, Some(l as u32))
                 })?;
+                if cx.race.on {
+                    let kind = AccessKind::Write;
+                    super::bulk::check_global(prog, w, cx, *t, byte, *bytes, l as u32, kind)?;
+                }
                 for (i, x) in tmp[..nw].iter_mut().enumerate() {
                     *x = w.regs[(*v as usize + i) * 32 + l];
                 }
@@ -264,6 +272,10 @@ pub(super) fn exec(
                 let gbyte = global_byte(k, *t, tv, &w.regs, gidx, &mut idx, l, elems, 16, || {
                     site(prog, w, cx, Some(l as u32))
                 })?;
+                if cx.race.on {
+                    let kind = AccessKind::Read;
+                    super::bulk::check_global(prog, w, cx, *t, gbyte, 16, l as u32, kind)?;
+                }
                 let i = rd_idx(&w.regs, *sidx, l);
                 let byte =
                     checked_shared(k, *sb, w.rank, i, 16, || site(prog, w, cx, Some(l as u32)))?;
@@ -323,6 +335,10 @@ pub(super) fn exec(
                         16,
                         site(prog, w, cx, Some(l as u32)),
                     ));
+                }
+                if cx.race.on {
+                    let kind = AccessKind::Read;
+                    super::bulk::check_global(prog, w, cx, *t, gbyte, *bytes, l as u32, kind)?;
                 }
                 let i = rd_idx(&w.regs, *sidx, l);
                 let byte = checked_shared(k, *sb, w.rank, i, *bytes, || {
@@ -465,7 +481,7 @@ fn shared_byte(sb: ShBuf, i: i64, bytes: u32) -> Result<usize, SharedFault> {
 /// The byte offset of element `i` of shared buffer `sb` for an access of
 /// `bytes`, or the out-of-bounds or misalignment error naming the buffer
 /// (`site` is only built for the error).
-fn checked_shared(
+pub(super) fn checked_shared(
     k: &kda_ir::Kernel,
     sb: ShBuf,
     rank: u32,
@@ -536,7 +552,7 @@ fn global_byte(
 }
 
 #[cold]
-fn global_oob(
+pub(super) fn global_oob(
     k: &kda_ir::Kernel,
     t: u32,
     idx: &[i64],
@@ -555,7 +571,13 @@ fn global_oob(
 }
 
 #[cold]
-fn misaligned_global(k: &kda_ir::Kernel, t: u32, byte: u64, align: u32, site: Site) -> SimError {
+pub(super) fn misaligned_global(
+    k: &kda_ir::Kernel,
+    t: u32,
+    byte: u64,
+    align: u32,
+    site: Site,
+) -> SimError {
     SimError::Misaligned(Box::new(Misaligned {
         space: Space::Global,
         name: k.tensors[kda_ir::Tensor::from_u32(t)].name.clone(),

@@ -25,6 +25,7 @@
 //! so the interpreter stays a single function as fast as one big match.
 
 mod arith;
+pub(crate) mod bulk;
 mod collective;
 mod control;
 mod ldst;
@@ -65,6 +66,8 @@ pub(crate) struct Warp {
     pub cl_phase: u32,
     /// Whether the warp has passed `griddepcontrol.wait`.
     pub pdl_waited: bool,
+    /// Bulk groups committed per lane.
+    pub bulk_commits: [u32; 32],
 }
 
 impl Warp {
@@ -84,6 +87,7 @@ impl Warp {
             cl_mask: 0,
             cl_phase: 0,
             pdl_waited: false,
+            bulk_commits: [0; 32],
         }
     }
 
@@ -100,6 +104,7 @@ impl Warp {
         self.cl_mask = 0;
         self.cl_phase = 0;
         self.pdl_waited = false;
+        self.bulk_commits = [0; 32];
     }
 }
 
@@ -125,6 +130,8 @@ pub(crate) struct Cluster<'a> {
     pub check_pdl: bool,
     /// The race detector's state (inert unless `race.on`).
     pub race: super::race::Race,
+    /// Bulk stores issued and not yet finished.
+    pub bulk: Vec<bulk::Pending>,
 }
 
 /// Why [`run`] returned.
@@ -252,9 +259,11 @@ fn race_error(
             phase,
         },
         Prior::CpAsync { group } => AccessKind::CpAsync { group },
+        Prior::BulkRead { group } => AccessKind::BulkRead { group },
     };
     let kind = match (&earlier_kind, &later) {
         (AccessKind::AsyncWrite { .. } | AccessKind::CpAsync { .. }, _) => RaceKind::Unwaited,
+        (AccessKind::BulkRead { .. }, _) => RaceKind::BulkSource,
         (AccessKind::Read, _) => RaceKind::ReadWrite,
         (_, AccessKind::Read) => RaceKind::WriteRead,
         _ => RaceKind::WriteWrite,
@@ -326,6 +335,10 @@ pub(crate) fn run(
             | Ins::CpAsync { .. }
             | Ins::Bulk { .. } => {
                 ldst::exec(prog, ins, w, cx)?;
+                Next::Step
+            }
+            Ins::BulkStore { .. } | Ins::BulkCommit | Ins::BulkWait { .. } => {
+                bulk::exec(prog, ins, w, cx)?;
                 Next::Step
             }
             Ins::Shfl { .. } | Ins::Elect { .. } | Ins::Mma { .. } => {
