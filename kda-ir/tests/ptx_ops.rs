@@ -59,9 +59,12 @@ fn variant(op: &Op) -> usize {
         Op::Yield => 40,
         Op::WarpSync => 41,
         Op::MbarWaitParity { .. } => 42,
+        Op::BulkStore { .. } => 43,
+        Op::BulkCommit => 44,
+        Op::BulkWait { .. } => 45,
     }
 }
-const VARIANTS: usize = 43;
+const VARIANTS: usize = 46;
 
 const ROWS_PER_CTA: u64 = 1;
 
@@ -250,6 +253,27 @@ fn all_ops_kernel() -> Kernel {
         b.cp_async_wait(0);
         b.bar_sync(1, 64);
         let landed = b.ld_shared(landing, tid4, Type::vec(Scalar::F32, 4));
+
+        // The landed row back out by bulk stores (both policies), their
+        // group and both waits.
+        b.st_shared(landing, tid4, landed);
+        b.fence_proxy_async();
+        b.bar_sync(1, 64);
+        let first = b.cmp(CmpOp::Eq, tid, zero);
+        b.if_(first, |b| {
+            b.bulk_store(
+                out,
+                &[cta, zero],
+                landing,
+                zero,
+                256,
+                CachePolicy::EvictFirst,
+            );
+            b.bulk_store(out, &[cta, zero], landing, zero, 256, CachePolicy::Normal);
+            b.bulk_commit();
+            b.bulk_wait(0, true);
+            b.bulk_wait(0, false);
+        });
 
         // f32 arithmetic, every binary op and the fast / IEEE unary ops.
         let e = b.param(eps);
