@@ -66,6 +66,12 @@ pub fn early(flag: bool) {
     emit(|b| b.set_early(flag))
 }
 
+/// `trigger_at_entry = ..`: ask the scheduler to trigger dependent launches
+/// at the kernel's entry instead of where the program calls `pdl_trigger()`.
+pub fn trigger_at_entry(flag: bool) {
+    emit(|b| b.set_trigger_at_entry(flag))
+}
+
 /// A symbolic extent or stride, bound at launch.
 #[track_caller]
 pub fn sym(name: &str) -> Dim {

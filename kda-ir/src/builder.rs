@@ -87,6 +87,12 @@ impl Builder {
         self.k.schedule.early = early;
     }
 
+    /// Ask the scheduler to trigger dependent launches at the kernel's entry
+    /// ([`ScheduleHints::trigger_at_entry`](crate::kernel::ScheduleHints::trigger_at_entry)).
+    pub fn set_trigger_at_entry(&mut self, at_entry: bool) {
+        self.k.schedule.trigger_at_entry = at_entry;
+    }
+
     /// Attribute the following instructions to `loc` (`None`: the caller's).
     pub fn at(&mut self, loc: Option<Loc>) {
         self.loc = loc;

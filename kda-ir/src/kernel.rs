@@ -187,6 +187,14 @@ pub struct ScheduleHints {
     /// seed's `early >= 1`). Without it, one `pdl.wait` runs at the kernel's
     /// entry and cluster waits stay where the program puts them.
     pub early: bool,
+    /// Move the PDL trigger (`pdl.launch_dependents`) to the kernel's entry
+    /// (the seed's trigger for a batch of one), wherever the program puts it:
+    /// the dependent launch may then start while this one still reads its
+    /// inputs. Only a placement choice — the dependent's `pdl.wait` waits for
+    /// this launch to complete either way — so the program states the trigger
+    /// once, after its last read of a produced tensor. See
+    /// `passes::place_pdl_trigger`.
+    pub trigger_at_entry: bool,
 }
 
 /// Where a value is defined.

@@ -10,8 +10,11 @@
 //! The program is written once: a `pdl.wait` right before each role's first
 //! read of a *produced* tensor, `cluster.arrive` + `cluster.wait` right after
 //! each role's mbarrier setup. The kernel's [`ScheduleHints`] pick the
-//! schedule the passes derive from it (the seed's `early`):
+//! schedule the passes derive from it (the seed's `early` and its trigger):
 //!
+//! 0. `place_pdl_trigger` (`trigger_at_entry`): every `pdl.launch_dependents`
+//!    of the program (stated after its last produced read) replaced by one at
+//!    the kernel's entry.
 //! 1. `place_pdl_wait` (not early): one `pdl.wait` at the kernel's entry,
 //!    every other one deleted — the whole kernel waits for the preceding
 //!    launch first thing.
@@ -49,6 +52,10 @@ pub struct Pass {
 
 /// The scheduling passes, in the order they run.
 pub const PASSES: &[Pass] = &[
+    Pass {
+        name: "place_pdl_trigger",
+        run: passes::place_pdl_trigger::run,
+    },
     Pass {
         name: "place_pdl_wait",
         run: passes::place_pdl_wait::run,
@@ -383,6 +390,7 @@ mod tests {
         assert_eq!(
             order,
             [
+                "place_pdl_trigger",
                 "place_pdl_wait",
                 "sink_pdl_wait",
                 "hoist_ready_loads",

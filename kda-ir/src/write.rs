@@ -72,6 +72,9 @@ fn write_kernel_to(
     if k.schedule.early {
         w.push_str(" early");
     }
+    if k.schedule.trigger_at_entry {
+        w.push_str(" trigger_at_entry");
+    }
     writeln!(w, " {{")?;
     for (s, d) in k.syms.iter() {
         writeln!(w, "  sym {s} {:?}", d.name)?;

@@ -47,7 +47,7 @@ fn kda_dump_writes_every_stage() {
         files.push(format!("dsmem_exchange.{}-{}.ir", n + 1, p.name));
     }
     files.push("dsmem_exchange.ptx".into());
-    assert!(files.contains(&"dsmem_exchange.1-place_pdl_wait.ir".to_string()));
+    assert!(files.contains(&"dsmem_exchange.2-place_pdl_wait.ir".to_string()));
     for f in &files {
         let text = std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(!text.is_empty());

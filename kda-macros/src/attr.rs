@@ -9,7 +9,8 @@ use syn::{Attribute, Expr, Lit, LitStr, Meta, MetaNameValue, Token};
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
-/// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., early = .., name = "..")]`.
+/// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., early = ..,
+/// trigger_at_entry = .., name = "..")]`.
 /// The values are Rust expressions evaluated when the kernel is traced, so
 /// they may use the `#[comptime]` parameters.
 pub struct Launch {
@@ -18,6 +19,9 @@ pub struct Launch {
     pub min_blocks: Option<Expr>,
     /// The scheduler's early schedule (`kda::ir::ScheduleHints::early`).
     pub early: Option<Expr>,
+    /// Trigger dependent launches at the entry
+    /// (`kda::ir::ScheduleHints::trigger_at_entry`).
+    pub trigger_at_entry: Option<Expr>,
     pub name: Option<LitStr>,
 }
 
@@ -27,6 +31,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
         cluster: None,
         min_blocks: None,
         early: None,
+        trigger_at_entry: None,
         name: None,
     };
     let parsed = match Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(args) {
@@ -46,11 +51,16 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             &mut out.cluster
         } else if nv.path == MIN_BLOCKS {
             &mut out.min_blocks
-        } else if nv.path == EARLY {
-            if out.early.is_some() {
+        } else if nv.path == EARLY || nv.path == TRIGGER_AT_ENTRY {
+            let hint = if nv.path == EARLY {
+                &mut out.early
+            } else {
+                &mut out.trigger_at_entry
+            };
+            if hint.is_some() {
                 cx.error_spanned_by(&nv.path, "duplicate `cluster_kernel` argument");
             }
-            out.early = Some(nv.value);
+            *hint = Some(nv.value);
             continue;
         } else if nv.path == NAME {
             match &nv.value {
@@ -70,7 +80,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             cx.error_spanned_by(
                 &nv.path,
                 format!(
-                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `early` or `name`",
+                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `early`, `trigger_at_entry` or `name`",
                     nv.path.get_ident().map_or_else(|| "?".to_string(), |i| i.to_string())
                 ),
             );

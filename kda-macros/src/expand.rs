@@ -139,6 +139,11 @@ fn expand(k: Kernel) -> TokenStream {
         let rt = rt(span);
         quote_spanned!(span=> #rt::early(#e);)
     });
+    let trigger_at_entry = launch.trigger_at_entry.as_ref().map(|e| {
+        let span = e.span();
+        let rt = rt(span);
+        quote_spanned!(span=> #rt::trigger_at_entry(#e);)
+    });
 
     // Symbols in order of first appearance, then tensors and scalars in
     // parameter order, then the scalars' values.
@@ -264,6 +269,7 @@ fn expand(k: Kernel) -> TokenStream {
             use ::kda::dsl::__rt::{LoadHandle as _, LoadIndex as _, StoreMut as _, StoreRef as _};
             let __kda_trace = #rtc::Trace::begin(#name, #rtc::launch(#block, #cluster, #min_blocks));
             #early
+            #trigger_at_entry
             #(#sym_decls)*
             #(#decl_tokens)*
             #(#reads)*

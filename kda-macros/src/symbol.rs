@@ -51,6 +51,7 @@ pub const BLOCK: Symbol = Symbol("block");
 pub const CLUSTER: Symbol = Symbol("cluster");
 pub const MIN_BLOCKS: Symbol = Symbol("min_blocks");
 pub const EARLY: Symbol = Symbol("early");
+pub const TRIGGER_AT_ENTRY: Symbol = Symbol("trigger_at_entry");
 pub const NAME: Symbol = Symbol("name");
 
 // ---- parameter attributes and types

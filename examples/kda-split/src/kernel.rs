@@ -13,7 +13,9 @@
 //! each role's first read of a produced tensor and cluster waits right after
 //! mbarrier setup; the scheduler derives the seed's early schedules from
 //! that (`early = ..`): ready loads move above the PDL wait, cluster waits
-//! down to each role's first DSMEM send.
+//! down to each role's first DSMEM send. The PDL trigger follows the last
+//! produced read (and ends the padding branch); for a batch of one the
+//! scheduler moves it to the entry (`trigger_at_entry = ..`).
 
 use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
@@ -38,7 +40,13 @@ fn occupancy(cfg: &KdaConfig) -> Option<u32> {
     (cfg.schedule.occupancy > 0).then_some(cfg.schedule.occupancy)
 }
 
-#[cluster_kernel(block = 160, cluster = cfg.cluster(), min_blocks = occupancy(cfg), early = cfg.early())]
+#[cluster_kernel(
+    block = 160,
+    cluster = cfg.cluster(),
+    min_blocks = occupancy(cfg),
+    early = cfg.early(),
+    trigger_at_entry = cfg.trigger_at_entry()
+)]
 pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     #[comptime] cfg: &KdaConfig,
     #[produced] x: Tensor<bf16, rows, { 3 * cfg.dim() }>,
@@ -70,9 +78,6 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     let (dim, fast) = (cfg.dim() as u32, cfg.fast_math());
     let state_role = role!(0..128);
     let gate_role = role!(128..160);
-    if cfg.trigger_at_entry() {
-        pdl_trigger();
-    }
     let request = block_idx(2);
     let head = block_idx(1);
     let partition = cluster_rank();
@@ -96,9 +101,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                 }
             }
         });
-        if !cfg.trigger_at_entry() {
-            pdl_trigger();
-        }
+        pdl_trigger();
     } else {
         let owned = t_n.div_ceil(c_n);
         let out_full = mbarrier!(arrivals = 1, tx = 512, roles = [state_role], count = owned);
@@ -204,9 +207,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                 betas.push(beta[[r, head]]);
                 gates.push(gate[[r, qk_channel]]);
             }
-            if !cfg.trigger_at_entry() {
-                pdl_trigger();
-            }
+            pdl_trigger();
 
             // ---- conv (bias, then taps oldest first) and SiLU; q, k, v shared
             let mut act = regs!([f32; t_n, 3]);

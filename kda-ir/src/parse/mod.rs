@@ -123,8 +123,9 @@ struct Parser {
 }
 
 /// Deepest nesting of regions (`if`, `for`, `while`, roles) the parser
-/// accepts: it recurses once per level, and no kernel comes near it.
-pub const MAX_NESTING: usize = 256;
+/// accepts: it recurses once per level (256 overflowed a 2 MiB test thread in
+/// debug builds), and no kernel comes near it.
+pub const MAX_NESTING: usize = 64;
 
 /// Extra room for entity numbers beyond the text's token count: a number
 /// can exceed the count only through gaps nothing refers to, and the
@@ -477,6 +478,7 @@ impl Parser {
             self.k.launch.min_blocks_per_sm = Some(self.u32()?);
         }
         self.k.schedule.early = self.eat_ident("early");
+        self.k.schedule.trigger_at_entry = self.eat_ident("trigger_at_entry");
         self.expect('{')?;
         let body = self.k.body;
         self.statements(body, true)?;

@@ -182,10 +182,25 @@ fn the_early_flag_follows_the_launch() {
             true,
             Some(3),
         ),
+        (
+            "kernel k block=32 cluster=2 early trigger_at_entry {",
+            true,
+            None,
+        ),
+        (
+            "kernel k block=32 cluster=2 trigger_at_entry {",
+            false,
+            None,
+        ),
     ] {
         let text = format!("{header}\n}}\n");
         let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(k.schedule.early, early, "{header}");
+        assert_eq!(
+            k.schedule.trigger_at_entry,
+            header.contains("trigger_at_entry"),
+            "{header}"
+        );
         assert_eq!(k.launch.min_blocks_per_sm, min_blocks, "{header}");
         assert_eq!(write_kernel(&k), text);
     }
@@ -193,6 +208,7 @@ fn the_early_flag_follows_the_launch() {
     for text in [
         "kernel k block=32 cluster=1 early min_blocks=2 {\n}\n",
         "kernel k block=32 cluster=1 early early {\n}\n",
+        "kernel k block=32 cluster=1 trigger_at_entry early {\n}\n",
     ] {
         parse_kernel(text).expect_err(text);
     }
