@@ -72,6 +72,7 @@ mkdir -p "$stage/python"
 cp target/wheels-stage/kda-*.whl "$stage/python/"
 cp -r kda-python/tests kda-python/bench "$stage/python/"
 cp docs/python.md "$stage/python/python.md"  # its examples run in tests/test_docs.py
+cp scripts/python-venv-docs.sh "$stage/python/venv-docs.sh"
 find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
 # fla (ops only: fla-core, pure Python over triton) and einops, for the
 # agreement test and the benchmark; the GPU machine has no network. Pinned to
@@ -231,13 +232,9 @@ if python3 -c "import torch, pytest" >/dev/null 2>&1; then
         step "python-install-fla" python3 -m pip install --no-deps --no-index --target "$pydir" "$here"/python/wheels/*.whl
     fi
     step "python-tests" env PYTHONPATH="$pydir" python3 -m pytest -q -rs -p no:cacheprovider "$here/python/tests"
-    # The acceptance route of docs/python.md: a fresh virtual environment
-    # (torch from the system site), the wheel pip-installed, the docs' examples.
-    venv="${TMPDIR:-/tmp}/kda-python-venv"
-    rm -rf "$venv"
-    step "python-venv-docs" bash -c "python3 -m venv --system-site-packages '$venv' &&
-        '$venv/bin/python' -m pip install --no-deps --no-index '$here'/python/kda-*.whl &&
-        cd '$here/python/tests' && '$venv/bin/python' -m pytest -v -p no:cacheprovider test_docs.py"
+    # The acceptance route of docs/python.md: a fresh virtual environment,
+    # the wheel pip-installed, the docs' examples (python/venv-docs.sh).
+    step "python-venv-docs" bash "$here/python/venv-docs.sh" "${TMPDIR:-/tmp}/kda-python-venv" "$here/python"
     step "python-bench" env PYTHONPATH="$pydir" python3 "$here/python/bench/bench_kda.py" ${KDA_PY_BENCH_ARGS:-}
 else
     echo "== python"
