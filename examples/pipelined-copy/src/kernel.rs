@@ -1,5 +1,6 @@
-//! The kernel: `y = a * x + b` over `tiles` rows of `TILE` floats, streamed
-//! through a ring of `stages` shared buffers.
+//! The kernel: `y = a * x + b` over `tiles` rows of `tile` floats, streamed
+//! through a ring of `stages` shared buffers ([`Ring`] holds the comptime
+//! choices).
 //!
 //! Warp 0 produces: for each of its tiles it waits until the consumers have
 //! released the ring stage (`empty[s]`), arms `full[s]` and bulk-copies the
@@ -22,10 +23,10 @@
 //! `i % stages`. The phases of both rings are loop-carried bits the compiler
 //! keeps; `empty` is declared `released`, so the producer's first lap over
 //! the ring passes its waits at once. Input and output are touched once, so
-//! both go through L2 with the evict-first policy.
+//! by default both go through L2 with the evict-first policy.
 use kda::cluster_kernel;
 
-/// Floats per tile (one bulk copy, 16 KiB).
+/// Floats per tile by default (one bulk copy, 16 KiB).
 pub const TILE: u32 = 4096;
 /// Consumer threads (warps 1..=4).
 pub const CONSUMERS: u32 = 128;
@@ -34,21 +35,52 @@ pub const CONSUMERS: u32 = 128;
 // persistent grid comes from `cuOccupancyMaxActiveClusters`, which answered
 // 0 for one-CTA kernels probed without a cluster shape; the runtime now
 // probes those with a shape of 1 (not yet rerun on a GPU).
+/// The comptime choices of one [`pipelined_copy`] kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Ring {
+    /// Stages of the ring (each one tile of shared memory).
+    pub stages: u32,
+    /// Write the results back into the stage and bulk-store it, instead of
+    /// storing them from registers (`st.global`).
+    pub bulk_out: bool,
+    /// Floats per tile, one bulk copy: a multiple of `4 * CONSUMERS`.
+    pub tile: u32,
+    /// L2 evict-first policy on the input's bulk loads and the output's stores.
+    pub evict_first: bool,
+}
+
+impl Ring {
+    /// `stages` stages of [`TILE`]-float tiles, evict-first.
+    pub const fn new(stages: u32, bulk_out: bool) -> Ring {
+        Ring {
+            stages,
+            bulk_out,
+            tile: TILE,
+            evict_first: true,
+        }
+    }
+}
+
 #[cluster_kernel(block = 32 + CONSUMERS, cluster = 2)]
 pub fn pipelined_copy(
-    #[comptime] stages: u32,
-    #[comptime] bulk_out: bool,
-    #[align(16)] x: Tensor<f32, rows, { TILE }>,
-    #[align(16)] y: Tensor<f32, rows, { TILE }>,
+    #[comptime] cfg: &Ring,
+    #[align(16)] x: Tensor<f32, rows, { cfg.tile }>,
+    #[align(16)] y: Tensor<f32, rows, { cfg.tile }>,
     tiles: u32,
     a: f32,
     b: f32,
 ) {
+    let Ring {
+        stages,
+        bulk_out,
+        tile,
+        evict_first: evict,
+    } = *cfg;
     let producer = role!(0..32);
     let consumer = role!(32..32 + CONSUMERS);
     let full = mbarrier!(
         arrivals = 1,
-        tx = TILE * 4,
+        tx = tile * 4,
         roles = [producer, consumer],
         count = stages
     );
@@ -61,7 +93,7 @@ pub fn pipelined_copy(
         released
     );
     let ring = shared!(
-        [f32; stages, TILE],
+        [f32; stages, tile],
         align = 128,
         guard = full,
         roles = [producer, consumer]
@@ -89,9 +121,9 @@ pub fn pipelined_copy(
                 full[s].arm();
                 bulk_copy!(
                     ring[[s, 0]] = x[[first + i * step, 0]],
-                    bytes = TILE * 4,
+                    bytes = tile * 4,
                     completes = full[s],
-                    evict_first
+                    evict_first = evict
                 );
             }
         }
@@ -102,14 +134,16 @@ pub fn pipelined_copy(
             let s = i % stages;
             let t = first + i * step;
             full[s].wait();
-            for j in 0..TILE / (4 * CONSUMERS) {
+            for j in 0..tile / (4 * CONSUMERS) {
                 let col = (j * CONSUMERS + c) * 4;
                 let v = ring.load4([s, col]).lanes();
                 let out = pack(v.map(|e| e * a + b));
                 if bulk_out {
                     ring.store([s, col], out);
-                } else {
+                } else if evict {
                     y.evict_first().store([t, col], out);
+                } else {
+                    y.store([t, col], out);
                 }
             }
             if bulk_out {
@@ -117,7 +151,11 @@ pub fn pipelined_copy(
                 fence_proxy_async();
                 bar_sync(1, CONSUMERS);
                 if c == 0 {
-                    bulk_store!(y[[t, 0]] = ring[[s, 0]], bytes = TILE * 4, evict_first);
+                    bulk_store!(
+                        y[[t, 0]] = ring[[s, 0]],
+                        bytes = tile * 4,
+                        evict_first = evict
+                    );
                     bulk_commit();
                     if stages == 1 {
                         bulk_wait_read(0);

@@ -6,4 +6,4 @@ pub mod bench;
 pub mod kernel;
 pub mod run;
 
-pub use kernel::{CONSUMERS, TILE, pipelined_copy};
+pub use kernel::{CONSUMERS, Ring, TILE, pipelined_copy};

@@ -1,15 +1,28 @@
 //! `pipelined-copy`: check the kernel for 1..=4 stages and several tile
 //! counts on the GPU if there is one, else on the simulator, and exit 0 only
 //! if every run matches the host, with both output paths (`st.global` from
-//! registers, and the bulk store of each stage). `--bench` (GPU only) times
-//! 1 GiB for 2, 3 and 4 stages, both paths, next to the device copy ceiling.
+//! registers, and the bulk store of each stage; `--path` keeps one).
+//! `--bench` (GPU only) times 1 GiB for 2, 3 and 4 stages, both paths, other
+//! tile sizes and L2 policies, next to the device copy ceiling.
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use kda_runtime::{AnyDevice, CudaDevice, Device};
-use pipelined_copy::bench::bench;
+use pipelined_copy::Ring;
+use pipelined_copy::bench::{bench, default_rings};
 use pipelined_copy::run::run_checked;
+
+/// Which output paths the check runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum Path {
+    /// `st.global` from registers.
+    St,
+    /// The stage written back and bulk-stored.
+    Bulk,
+    /// Both.
+    Both,
+}
 
 #[derive(Parser)]
 #[command(about = "A persistent, warp-specialised streaming kernel over an N-stage ring")]
@@ -24,9 +37,12 @@ struct Cli {
     /// Timed runs per configuration for --bench.
     #[arg(long, default_value_t = 20)]
     reps: usize,
+    /// Output paths the check runs (not --bench).
+    #[arg(long, value_enum, default_value_t = Path::Both)]
+    path: Path,
 }
 
-fn check() -> ExitCode {
+fn check(path: Path) -> ExitCode {
     let dev = match AnyDevice::gpu_or_sim(0) {
         Ok(d) => d,
         Err(e) => {
@@ -42,12 +58,14 @@ fn check() -> ExitCode {
     };
     let mut ok = true;
     for stages in 1..=4 {
-        for (bulk_out, &t) in [false, true]
-            .into_iter()
-            .flat_map(|b| tiles.iter().map(move |t| (b, t)))
-        {
+        let paths = match path {
+            Path::St => &[false][..],
+            Path::Bulk => &[true],
+            Path::Both => &[false, true],
+        };
+        for (&bulk_out, &t) in paths.iter().flat_map(|b| tiles.iter().map(move |t| (b, t))) {
             let path = if bulk_out { "bulk store" } else { "st.global" };
-            match run_checked(&dev, stages, bulk_out, t, None) {
+            match run_checked(&dev, &Ring::new(stages, bulk_out), t, None) {
                 Ok(r) => println!(
                     "{}: {stages} stages, {path}, {t} tiles on {} CTAs: match",
                     dev.describe(),
@@ -75,7 +93,7 @@ fn run_bench(cli: &Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match bench(&dev, cli.bytes, &[2, 3, 4], cli.reps) {
+    match bench(&dev, cli.bytes, &default_rings(), cli.reps) {
         Ok(rows) => {
             let ceiling = rows[0].gbps;
             println!(
@@ -108,5 +126,9 @@ fn run_bench(cli: &Cli) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if cli.bench { run_bench(&cli) } else { check() }
+    if cli.bench {
+        run_bench(&cli)
+    } else {
+        check(cli.path)
+    }
 }

@@ -2,7 +2,7 @@
 
 use kda_runtime::{Device, DeviceTensor, Launch, RuntimeError};
 
-use crate::kernel::{TILE, pipelined_copy};
+use crate::kernel::{Ring, pipelined_copy};
 
 /// Why a run did not match the host reference.
 #[derive(Debug, thiserror::Error)]
@@ -10,14 +10,12 @@ pub enum RunError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
     #[error(
-        "{stages} stages, {} output, {tiles} tiles: element {index} (tile {}, column {}) is {got}, want {want}",
-        if *bulk_out { "bulk-store" } else { "register-store" },
-        index / TILE as usize,
-        index % TILE as usize
+        "{ring:?}, {tiles} tiles: element {index} (tile {}, column {}) is {got}, want {want}",
+        index / ring.tile as usize,
+        index % ring.tile as usize
     )]
     Mismatch {
-        stages: u32,
-        bulk_out: bool,
+        ring: Ring,
         tiles: u32,
         index: usize,
         got: f32,
@@ -25,9 +23,9 @@ pub enum RunError {
     },
 }
 
-/// The input of tile `t`, column `c`: distinct per element, exact in f32.
-pub fn input(tiles: u32) -> Vec<f32> {
-    (0..tiles as usize * TILE as usize)
+/// The input of `tiles` tiles of `tile` floats: distinct per element, exact in f32.
+pub fn input(tiles: u32, tile: u32) -> Vec<f32> {
+    (0..tiles as usize * tile as usize)
         .map(|i| ((i * 7919) % 65_536) as f32 - 32_768.0)
         .collect()
 }
@@ -43,24 +41,21 @@ pub struct Ran {
     pub grid: u32,
 }
 
-/// Run `stages` stages over `tiles` tiles on `dev` with at most `max_grid`
+/// Run the kernel `ring` over `tiles` tiles on `dev` with at most `max_grid`
 /// CTAs (rounded down to whole clusters of two; the persistent grid when
-/// the device holds fewer), and compare with the host. `bulk_out`: the
-/// consumers write back through the ring and one bulk store per tile (else
-/// each thread stores its results from registers).
+/// the device holds fewer), and compare with the host.
 pub fn run_checked<D: Device>(
     dev: &D,
-    stages: u32,
-    bulk_out: bool,
+    ring: &Ring,
     tiles: u32,
     max_grid: Option<u32>,
 ) -> Result<Ran, RunError> {
     let (a, b) = (0.5f32, 3.0f32);
-    let module = dev.load(&pipelined_copy(stages, bulk_out))?;
-    let xs = input(tiles);
-    let rows = tiles as usize;
-    let x = DeviceTensor::upload(dev, &xs, [rows, TILE as usize])?;
-    let y = DeviceTensor::<D, f32, 2>::zeros(dev, [rows, TILE as usize])?;
+    let module = dev.load(&pipelined_copy(ring))?;
+    let xs = input(tiles, ring.tile);
+    let shape = [tiles as usize, ring.tile as usize];
+    let x = DeviceTensor::upload(dev, &xs, shape)?;
+    let y = DeviceTensor::<D, f32, 2>::zeros(dev, shape)?;
     // A work item of the persistent launch is a cluster's pair of tiles.
     let mut launch = Launch::persistent(dev, &module, tiles.div_ceil(2) as u64)?;
     if let Some(g) = max_grid {
@@ -79,8 +74,7 @@ pub fn run_checked<D: Device>(
     let want = reference(&xs, a, b);
     if let Some(index) = (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
         return Err(RunError::Mismatch {
-            stages,
-            bulk_out,
+            ring: *ring,
             tiles,
             index,
             got: got[index],

@@ -5,6 +5,7 @@
 //! persistent grid over many tiles.
 
 use kda_runtime::cuda::gpu_or_skip;
+use pipelined_copy::Ring;
 use pipelined_copy::run::run_checked;
 
 #[test]
@@ -18,11 +19,11 @@ fn every_stage_count_and_trip_count_matches_the_host_on_the_gpu() {
             trips.dedup();
             for &n in &trips {
                 let tiles = (2 * n).saturating_sub(1);
-                run_checked(&dev, stages, bulk_out, tiles, Some(2))
+                run_checked(&dev, &Ring::new(stages, bulk_out), tiles, Some(2))
                     .unwrap_or_else(|e| panic!("{what}, {tiles} tiles: {e}"));
             }
             // The persistent grid: every resident CTA loops over many tiles.
-            let ran = run_checked(&dev, stages, bulk_out, 20_011, None)
+            let ran = run_checked(&dev, &Ring::new(stages, bulk_out), 20_011, None)
                 .unwrap_or_else(|e| panic!("{what}, 20011 tiles: {e}"));
             println!("{what}: persistent grid {}", ran.grid);
         }

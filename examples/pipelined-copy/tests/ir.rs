@@ -1,12 +1,12 @@
 //! The kernel's IR: the ring's phases are loop-carried bits, waits use
 //! register parities, the ring ops index their barriers at run time.
 
-use pipelined_copy::pipelined_copy;
+use ::pipelined_copy::{Ring, pipelined_copy};
 
 #[test]
 fn phases_are_loop_carried_and_the_ring_is_indexed_at_run_time() {
     for (stages, bulk_out) in (1..=4).flat_map(|s| [(s, false), (s, true)]) {
-        let k = pipelined_copy(stages, bulk_out);
+        let k = pipelined_copy(&Ring::new(stages, bulk_out));
         kda::ir::verifier::verify(&k).unwrap_or_else(|e| panic!("{stages} stages: {e}"));
         let text = kda::ir::write::write_kernel(&k);
         if std::env::var_os("DUMP").is_some() {

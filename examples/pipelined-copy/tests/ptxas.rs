@@ -1,20 +1,31 @@
-//! Every stage count, with both output paths, assembles with ptxas for
-//! sm_90a with no spills: the ring's phase bits live in registers.
+//! Every stage count, with both output paths, and every configuration the
+//! bench measures, assembles with ptxas for sm_90a with no spills: the
+//! ring's phase bits live in registers.
 //! `KDA_SKIP_PTXAS=1` skips ptxas.
 
+use ::pipelined_copy::{Ring, pipelined_copy};
 use kda_ir::pipeline::{Options, compile};
-use pipelined_copy::pipelined_copy;
 
 #[test]
 fn every_stage_count_assembles_without_spills() {
-    for (stages, bulk_out) in (1..=4).flat_map(|s| [(s, false), (s, true)]) {
-        let k = pipelined_copy(stages, bulk_out);
+    let mut rings: Vec<Ring> = (1..=4)
+        .flat_map(|s| [Ring::new(s, false), Ring::new(s, true)])
+        .collect();
+    rings.extend(::pipelined_copy::bench::default_rings());
+    for ring in &rings {
+        let (stages, bulk_out) = (ring.stages, ring.bulk_out);
+        let k = pipelined_copy(ring);
         let ptx = compile(&k, &Options::default())
             .unwrap_or_else(|e| panic!("{stages} stages: {e}"))
             .ptx;
         let stores = ptx
-            .matches("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint")
+            .matches("cp.async.bulk.global.shared::cta.bulk_group")
             .count();
+        assert_eq!(
+            ptx.contains("L2::cache_hint"),
+            ring.evict_first,
+            "{ring:?}: the L2 policy\n{ptx}"
+        );
         assert_eq!(
             stores, bulk_out as usize,
             "{stages} stages, bulk_out {bulk_out}"

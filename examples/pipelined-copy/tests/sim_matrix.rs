@@ -7,6 +7,7 @@
 
 use kda_runtime::{SimDevice, SimOptions};
 use pipelined_copy::run::run_checked;
+use pipelined_copy::{Ring, TILE};
 
 /// The grid of the matrix: one cluster of two CTAs.
 const GRID: u32 = 2;
@@ -38,7 +39,7 @@ fn matrix(bulk_out: bool) {
             for opts in schedules() {
                 let what = format!("{stages} stages, bulk_out {bulk_out}, {tiles} tiles, {opts:?}");
                 let dev = SimDevice::with_options(opts);
-                let ran = run_checked(&dev, stages, bulk_out, tiles, Some(GRID))
+                let ran = run_checked(&dev, &Ring::new(stages, bulk_out), tiles, Some(GRID))
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(ran.grid, GRID, "{what}");
             }
@@ -47,8 +48,8 @@ fn matrix(bulk_out: bool) {
         // four CTAs, each over several tiles.
         for opts in schedules().into_iter().step_by(3) {
             let dev = SimDevice::with_options(opts);
-            let ran =
-                run_checked(&dev, stages, bulk_out, 4 * stages + 3, None).unwrap_or_else(|e| {
+            let ran = run_checked(&dev, &Ring::new(stages, bulk_out), 4 * stages + 3, None)
+                .unwrap_or_else(|e| {
                     panic!("{stages} stages, bulk_out {bulk_out}, persistent: {e}")
                 });
             assert_eq!(ran.grid, 4);
@@ -64,4 +65,21 @@ fn every_stage_count_and_trip_count_matches_the_host() {
 #[test]
 fn the_bulk_store_path_matches_the_host_for_every_stage_and_trip_count() {
     matrix(true);
+}
+
+#[test]
+fn other_tile_sizes_and_l2_policies_match_the_host() {
+    // The bench's other configurations ([`default_rings`]), a few trip
+    // counts each under three schedules: the tile size changes every
+    // extent and byte count of the ring, the policy only the cache hints.
+    let rings = pipelined_copy::bench::default_rings();
+    for ring in rings.iter().filter(|r| r.tile != TILE || !r.evict_first) {
+        for tiles in [1, 2 * ring.stages + 1] {
+            for opts in schedules().into_iter().step_by(3) {
+                let dev = SimDevice::with_options(opts);
+                run_checked(&dev, ring, tiles, Some(GRID))
+                    .unwrap_or_else(|e| panic!("{ring:?}, {tiles} tiles: {e}"));
+            }
+        }
+    }
 }
