@@ -194,8 +194,10 @@ for tool in memcheck racecheck synccheck; do
         fi
         "${run[@]}" "sanitizer-$tool-demo" "$sanitizer" "${args[@]}" "$here/tests/gpu_demo" --test-threads=1 --nocapture
         "${run[@]}" "sanitizer-$tool-bulk-copy" "$sanitizer" "${args[@]}" "$here/tests/gpu_bulk_copy" --test-threads=1 --nocapture
-        # The ring kernel: both output paths, 1..=4 stages, its check's tile counts.
-        "${run[@]}" "sanitizer-$tool-pipelined-copy" "$sanitizer" "${args[@]}" "$here/bin/pipelined-copy"
+        # The ring kernel: 1..=4 stages, its check's tile counts, each output path.
+        for path in st bulk; do
+            "${run[@]}" "sanitizer-$tool-pipelined-copy-$path" "$sanitizer" "${args[@]}" "$here/bin/pipelined-copy" --path "$path"
+        done
         # KdaSplit: one configuration per early level (matrix points 0, 1, 4,
         # 5 are early 0, 1, 2, 3; 5 is also the one-CTA cluster), one launch
         # each so racecheck stays in time.
