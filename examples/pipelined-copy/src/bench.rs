@@ -46,6 +46,14 @@ pub fn default_rings() -> Vec<Ring> {
                 ..Ring::new(stages, bulk_out)
             });
         }
+        out.push(Ring {
+            consumers: 256,
+            ..Ring::new(stages, false)
+        });
+        out.push(Ring {
+            cluster: 1,
+            ..Ring::new(stages, false)
+        });
     }
     out
 }
@@ -53,7 +61,7 @@ pub fn default_rings() -> Vec<Ring> {
 /// What a configuration is called in the bench's table.
 pub fn describe(r: &Ring) -> String {
     format!(
-        "{} stages, {}, {} KiB tiles{}",
+        "{} stages, {}, {} KiB tiles, {} consumers, cluster {}{}",
         r.stages,
         if r.bulk_out {
             "bulk store"
@@ -61,6 +69,8 @@ pub fn describe(r: &Ring) -> String {
             "st.global"
         },
         r.tile / 256,
+        r.consumers,
+        r.cluster,
         if r.evict_first {
             ""
         } else {
@@ -107,7 +117,8 @@ pub fn bench(
         let module = dev.load(&pipelined_copy(ring))?;
         let tile = ring.tile as usize;
         let tiles = floats as usize / tile;
-        let launch = Launch::persistent(dev, &module, tiles.div_ceil(2) as u64)?;
+        let launch =
+            Launch::persistent(dev, &module, tiles.div_ceil(ring.cluster as usize) as u64)?;
         let args = pipelined_copy::Args::<CudaDevice> {
             x: x.view([tiles, tile], [tile, 1])?,
             y: y.view([tiles, tile], [tile, 1])?,

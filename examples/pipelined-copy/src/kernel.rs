@@ -28,7 +28,7 @@ use kda::cluster_kernel;
 
 /// Floats per tile by default (one bulk copy, 16 KiB).
 pub const TILE: u32 = 4096;
-/// Consumer threads (warps 1..=4).
+/// Consumer threads by default (warps 1..=4).
 pub const CONSUMERS: u32 = 128;
 
 // Clusters of two independent CTAs, the shape measured on the H200. The
@@ -43,25 +43,33 @@ pub struct Ring {
     /// Write the results back into the stage and bulk-store it, instead of
     /// storing them from registers (`st.global`).
     pub bulk_out: bool,
-    /// Floats per tile, one bulk copy: a multiple of `4 * CONSUMERS`.
+    /// Floats per tile, one bulk copy: a multiple of `4 * consumers`.
     pub tile: u32,
+    /// Consumer threads (whole warps after the producer warp).
+    pub consumers: u32,
+    /// CTAs per cluster (each CTA has its own ring; the cluster only shapes
+    /// how the hardware places them).
+    pub cluster: u32,
     /// L2 evict-first policy on the input's bulk loads and the output's stores.
     pub evict_first: bool,
 }
 
 impl Ring {
-    /// `stages` stages of [`TILE`]-float tiles, evict-first.
+    /// `stages` stages of [`TILE`]-float tiles, [`CONSUMERS`] consumer
+    /// threads, clusters of two, evict-first.
     pub const fn new(stages: u32, bulk_out: bool) -> Ring {
         Ring {
             stages,
             bulk_out,
             tile: TILE,
+            consumers: CONSUMERS,
+            cluster: 2,
             evict_first: true,
         }
     }
 }
 
-#[cluster_kernel(block = 32 + CONSUMERS, cluster = 2)]
+#[cluster_kernel(block = 32 + cfg.consumers, cluster = cfg.cluster)]
 pub fn pipelined_copy(
     #[comptime] cfg: &Ring,
     #[align(16)] x: Tensor<f32, rows, { cfg.tile }>,
@@ -74,10 +82,12 @@ pub fn pipelined_copy(
         stages,
         bulk_out,
         tile,
+        consumers,
         evict_first: evict,
+        ..
     } = *cfg;
     let producer = role!(0..32);
-    let consumer = role!(32..32 + CONSUMERS);
+    let consumer = role!(32..32 + consumers);
     let full = mbarrier!(
         arrivals = 1,
         tx = tile * 4,
@@ -85,7 +95,7 @@ pub fn pipelined_copy(
         count = stages
     );
     // One release per stage: every consumer thread's, or the storing thread's.
-    let releases = if bulk_out { 1 } else { CONSUMERS };
+    let releases = if bulk_out { 1 } else { consumers };
     let empty = mbarrier!(
         arrivals = releases,
         roles = [producer, consumer],
@@ -108,7 +118,7 @@ pub fn pipelined_copy(
         }
         fence_mbarrier_init();
     });
-    bar_sync(0, 32 + CONSUMERS);
+    bar_sync(0, 32 + consumers);
 
     // This CTA's tiles: block, block + grid, ...
     let (first, step) = (block_idx(0), grid_dim(0));
@@ -134,8 +144,8 @@ pub fn pipelined_copy(
             let s = i % stages;
             let t = first + i * step;
             full[s].wait();
-            for j in 0..tile / (4 * CONSUMERS) {
-                let col = (j * CONSUMERS + c) * 4;
+            for j in 0..tile / (4 * consumers) {
+                let col = (j * consumers + c) * 4;
                 let v = ring.load4([s, col]).lanes();
                 let out = pack(v.map(|e| e * a + b));
                 if bulk_out {
@@ -149,7 +159,7 @@ pub fn pipelined_copy(
             if bulk_out {
                 // The writes, then the async proxy's read of the stage.
                 fence_proxy_async();
-                bar_sync(1, CONSUMERS);
+                bar_sync(1, consumers);
                 if c == 0 {
                     bulk_store!(
                         y[[t, 0]] = ring[[s, 0]],

@@ -42,7 +42,7 @@ pub struct Ran {
 }
 
 /// Run the kernel `ring` over `tiles` tiles on `dev` with at most `max_grid`
-/// CTAs (rounded down to whole clusters of two; the persistent grid when
+/// CTAs (rounded down to whole clusters; the persistent grid when
 /// the device holds fewer), and compare with the host.
 pub fn run_checked<D: Device>(
     dev: &D,
@@ -57,9 +57,10 @@ pub fn run_checked<D: Device>(
     let x = DeviceTensor::upload(dev, &xs, shape)?;
     let y = DeviceTensor::<D, f32, 2>::zeros(dev, shape)?;
     // A work item of the persistent launch is a cluster's pair of tiles.
-    let mut launch = Launch::persistent(dev, &module, tiles.div_ceil(2) as u64)?;
+    let c = ring.cluster;
+    let mut launch = Launch::persistent(dev, &module, tiles.div_ceil(c) as u64)?;
     if let Some(g) = max_grid {
-        launch = Launch::grid([launch.grid[0].min(g.max(2) / 2 * 2), 1, 1]);
+        launch = Launch::grid([launch.grid[0].min(g.max(c) / c * c), 1, 1]);
     }
     let grid = launch.grid[0];
     pipelined_copy::Args::<D> {

@@ -31,11 +31,12 @@ fn every_stage_count_assembles_without_spills() {
             "{stages} stages, bulk_out {bulk_out}"
         );
         if bulk_out {
+            let barrier = format!("bar.sync 1, {}", ring.consumers);
             for want in [
                 "fence.proxy.async.shared::cta",
                 "cp.async.bulk.commit_group",
                 "cp.async.bulk.wait_group.read",
-                "bar.sync 1, 128",
+                &barrier,
             ] {
                 assert!(ptx.contains(want), "{stages} stages: no `{want}`\n{ptx}");
             }

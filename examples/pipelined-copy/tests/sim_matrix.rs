@@ -6,8 +6,8 @@
 //! detector on (the default).
 
 use kda_runtime::{SimDevice, SimOptions};
+use pipelined_copy::Ring;
 use pipelined_copy::run::run_checked;
-use pipelined_copy::{Ring, TILE};
 
 /// The grid of the matrix: one cluster of two CTAs.
 const GRID: u32 = 2;
@@ -73,7 +73,8 @@ fn other_tile_sizes_and_l2_policies_match_the_host() {
     // counts each under three schedules: the tile size changes every
     // extent and byte count of the ring, the policy only the cache hints.
     let rings = pipelined_copy::bench::default_rings();
-    for ring in rings.iter().filter(|r| r.tile != TILE || !r.evict_first) {
+    let default = |r: &Ring| *r == Ring::new(r.stages, r.bulk_out);
+    for ring in rings.iter().filter(|r| !default(r)) {
         for tiles in [1, 2 * ring.stages + 1] {
             for opts in schedules().into_iter().step_by(3) {
                 let dev = SimDevice::with_options(opts);
