@@ -56,6 +56,8 @@ pub struct Builder {
     roles: Vec<Role>,
     ph: Phases,
     loc: Option<Loc>,
+    /// Roles whose `setmaxnreg` has been emitted (at their first region).
+    budgeted: std::collections::HashSet<Role>,
 }
 
 impl Builder {
@@ -69,6 +71,7 @@ impl Builder {
             roles: vec![],
             ph: Phases::default(),
             loc: None,
+            budgeted: Default::default(),
         }
     }
 
@@ -91,6 +94,22 @@ impl Builder {
     /// ([`ScheduleHints::trigger_at_entry`](crate::kernel::ScheduleHints::trigger_at_entry)).
     pub fn set_trigger_at_entry(&mut self, at_entry: bool) {
         self.k.schedule.trigger_at_entry = at_entry;
+    }
+
+    /// Start every warp at `regs` registers per thread (`.maxnreg`; see
+    /// [`Kernel::max_regs`]). Set it before the first region of a role with a
+    /// register budget: that region's `setmaxnreg` moves from it.
+    pub fn set_max_regs(&mut self, regs: u32) {
+        self.k.max_regs = Some(regs);
+    }
+
+    /// Give `role` a per-thread register budget (see
+    /// [`crate::kernel::RoleDecl::regs`]): [`Builder::in_role`] makes its
+    /// first region start with the `setmaxnreg` that sets it, from the
+    /// kernel's starting count ([`Kernel::max_regs`], which becomes
+    /// [`crate::kernel::default_max_regs`] of the launch when none is set).
+    pub fn set_regs(&mut self, role: Role, regs: u32) {
+        self.k.roles[role].regs = Some(regs);
     }
 
     /// Attribute the following instructions to `loc` (`None`: the caller's).
@@ -164,6 +183,7 @@ impl Builder {
             name: name.into(),
             first,
             threads,
+            regs: None,
             loc,
         })
     }
@@ -903,14 +923,42 @@ impl Builder {
         rs[..n].to_vec()
     }
 
-    /// Code that runs only in `role`'s threads.
+    /// `setmaxnreg.inc regs` (`inc`) or `setmaxnreg.dec regs`: the
+    /// executing warpgroup's register count becomes `regs`.
+    /// [`Builder::in_role`] emits it for roles with a budget; this is for
+    /// hand-built kernels.
+    #[track_caller]
+    pub fn setmaxnreg(&mut self, inc: bool, regs: u32) {
+        self.push0(Op::SetMaxNReg { inc, regs }, &[]);
+    }
+
+    /// Code that runs only in `role`'s threads. The first region of a role
+    /// with a register budget starts with its `setmaxnreg` (none when the
+    /// budget is the starting count), before any of `body`'s code: the whole
+    /// warpgroup runs it, converged.
     #[track_caller]
     pub fn in_role(&mut self, role: Role, body: impl FnOnce(&mut Builder)) {
         let (r, _) = self.new_region(&[]);
         self.roles.push(role);
         self.ph.role_depth.push(self.ph.loops.len());
         let bits = self.ph.bits.clone();
+        let budget = self.k.roles[role].regs.filter(|_| self.budgeted.insert(role));
+        let start = budget.map(|_| {
+            let l = &self.k.launch;
+            *self
+                .k
+                .max_regs
+                .get_or_insert_with(|| crate::kernel::default_max_regs(l.block, l.min_blocks_per_sm))
+        });
+        let here = self.loc();
         self.fill(r, |b| {
+            if let (Some(regs), Some(start)) = (budget, start)
+                && regs != start
+            {
+                let prev = b.loc.replace(here);
+                b.setmaxnreg(regs > start, regs);
+                b.loc = prev;
+            }
             body(b);
             vec![]
         });

@@ -100,6 +100,12 @@ pub struct RoleDecl {
     pub first: u32,
     /// How many threads, a positive multiple of 32.
     pub threads: u32,
+    /// The role's per-thread register budget (`role!(.., regs = N)`), set by
+    /// `setmaxnreg` when its threads enter their first region of the role:
+    /// 24..=256, a multiple of 8; the role must cover whole warpgroups (128
+    /// threads from a multiple of 128). `None`: its threads keep the kernel's
+    /// starting count ([`Kernel::max_regs`]).
+    pub regs: Option<u32>,
     /// Where it was declared.
     pub loc: Loc,
 }
@@ -234,6 +240,11 @@ pub struct Kernel {
     pub launch: LaunchDecl,
     /// How the scheduling passes place PDL and cluster waits.
     pub schedule: ScheduleHints,
+    /// `.maxnreg`: the per-thread register count every warp starts with
+    /// (24..=248, a multiple of 8). Needed by roles with a register budget
+    /// ([`RoleDecl::regs`]), whose `setmaxnreg` moves from it; `None`: ptxas
+    /// picks the count.
+    pub max_regs: Option<u32>,
     /// Global tensor parameters, in parameter order.
     pub tensors: PrimaryMap<Tensor, TensorDecl>,
     /// Scalar parameters, in parameter order (after the tensors).
@@ -266,6 +277,7 @@ impl Kernel {
             name: name.into(),
             launch,
             schedule: ScheduleHints::default(),
+            max_regs: None,
             tensors: PrimaryMap::new(),
             scalars: PrimaryMap::new(),
             syms: PrimaryMap::new(),
@@ -307,6 +319,20 @@ impl Kernel {
             Dim::Sym(_) => None,
         }
     }
+}
+
+/// Registers of one CTA's register file on sm_90 (and of the SM's: 64 K 32-bit).
+pub const REGISTER_FILE: u32 = 65536;
+
+/// The largest per-thread register count, a multiple of 8, at which
+/// `min_blocks` CTAs of `block` threads fit the register file at once (at
+/// most 248, at least 24): the starting count a kernel with role register
+/// budgets gets when it declares none (what `__launch_bounds__(block,
+/// min_blocks)` gives a CUDA kernel). 384 threads: 168.
+pub fn default_max_regs(block: u32, min_blocks: Option<u32>) -> u32 {
+    let threads = u64::from(block.max(1)) * u64::from(min_blocks.unwrap_or(1).max(1));
+    let per = (u64::from(REGISTER_FILE) / threads) / 8 * 8;
+    per.clamp(24, 248) as u32
 }
 
 impl Kernel {

@@ -401,6 +401,8 @@ op_table! {
     BulkWait "cp.async.bulk.wait" Read 0 -> 0;
     GridDepWait "pdl.wait" None 0 -> 0;
     GridDepLaunch "pdl.launch_dependents" None 0 -> 0;
+    SetMaxNRegInc "setmaxnreg.inc" None 0 -> 0;
+    SetMaxNRegDec "setmaxnreg.dec" None 0 -> 0;
     /// Results: what both branches yield.
     If "if" None 1 -> *;
     /// Operands: lo, hi, step and the initial carried values.
@@ -698,6 +700,21 @@ pub enum Op {
     /// `griddepcontrol.launch_dependents`.
     GridDepLaunch,
 
+    // ---- register budgets
+    /// `->`: `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing
+    /// warpgroup's per-thread register count becomes `regs` (24..=256, a
+    /// multiple of 8), taking registers from the CTA's pool (`inc`, which
+    /// blocks until the pool holds enough) or returning them to it (`dec`).
+    /// Every warp of the warpgroup executes it, converged; the builder puts
+    /// it first in the first region of a role with a register budget
+    /// ([`crate::kernel::RoleDecl::regs`]).
+    SetMaxNReg {
+        /// `inc` (more than the count before) or `dec` (fewer).
+        inc: bool,
+        /// The new per-thread register count.
+        regs: u32,
+    },
+
     // ---- structure
     /// `cond -> results`: `then` and `els` yield the results.
     If {
@@ -802,6 +819,8 @@ impl Op {
             Op::BulkWait { .. } => C::BulkWait,
             Op::GridDepWait => C::GridDepWait,
             Op::GridDepLaunch => C::GridDepLaunch,
+            Op::SetMaxNReg { inc: true, .. } => C::SetMaxNRegInc,
+            Op::SetMaxNReg { inc: false, .. } => C::SetMaxNRegDec,
             Op::If { .. } => C::If,
             Op::For { .. } => C::For,
             Op::While { .. } => C::While,

@@ -69,6 +69,9 @@ fn write_kernel_to(
     if let Some(m) = k.launch.min_blocks_per_sm {
         write!(w, " min_blocks={m}")?;
     }
+    if let Some(m) = k.max_regs {
+        write!(w, " maxnreg={m}")?;
+    }
     if k.schedule.early {
         w.push_str(" early");
     }
@@ -104,14 +107,11 @@ fn write_kernel_to(
         writeln!(w, "  scalar {s} {:?}: {}  ; @{}", d.name, d.ty, d.loc)?;
     }
     for (r, d) in k.roles.iter() {
-        writeln!(
-            w,
-            "  role {r} {:?} {}..{}  ; @{}",
-            d.name,
-            d.first,
-            d.end(),
-            d.loc
-        )?;
+        write!(w, "  role {r} {:?} {}..{}", d.name, d.first, d.end())?;
+        if let Some(n) = d.regs {
+            write!(w, " regs {n}")?;
+        }
+        writeln!(w, "  ; @{}", d.loc)?;
     }
     for (b, d) in k.buffers.iter() {
         write!(
@@ -264,6 +264,7 @@ fn write_inst(
             write!(w, "{m} {buffer}[{}], {tensor}{}", at(0), idx(from(1)))?
         }
         Op::CpAsyncWait(n) => write!(w, "{m} {n}")?,
+        Op::SetMaxNReg { regs, .. } => write!(w, "{m} {regs}")?,
         Op::BulkCopy {
             buffer,
             tensor,

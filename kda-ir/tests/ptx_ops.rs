@@ -62,9 +62,10 @@ fn variant(op: &Op) -> usize {
         Op::BulkStore { .. } => 43,
         Op::BulkCommit => 44,
         Op::BulkWait { .. } => 45,
+        Op::SetMaxNReg { .. } => 46,
     }
 }
-const VARIANTS: usize = 46;
+const VARIANTS: usize = 47;
 
 const ROWS_PER_CTA: u64 = 1;
 
@@ -499,6 +500,61 @@ fn all_ops_kernel() -> Kernel {
     b.finish()
 }
 
+/// Register budgets need warpgroup-aligned roles, which the kernel above (a
+/// 128-thread block of three roles) has not: two warpgroups here, one giving
+/// registers back (`setmaxnreg.dec`), one taking them (`.inc`), emitted by
+/// `in_role` at each role's first region.
+fn budget_kernel() -> Kernel {
+    let mut b = Builder::new(
+        "budgets",
+        LaunchDecl {
+            block: 256,
+            cluster: 1,
+            min_blocks_per_sm: None,
+        },
+    );
+    b.set_max_regs(128);
+    let y = b.tensor(
+        "y",
+        Scalar::F32,
+        &[Dim::Const(256)],
+        &[Dim::Const(1)],
+        Provenance::Ready,
+        Access::Write,
+    );
+    let producer = b.role("producer", 0, 128);
+    let consumer = b.role("consumer", 128, 128);
+    b.set_regs(producer, 40);
+    b.set_regs(consumer, 216);
+    let tid = b.thread_idx();
+    for (role, c) in [(producer, 1.0), (consumer, 2.0), (producer, 3.0)] {
+        b.in_role(role, |b| {
+            let v = b.f32(c);
+            b.st_global(y, &[tid], v, None, CachePolicy::Normal);
+        });
+    }
+    b.finish()
+}
+
+#[test]
+fn budgets_set_once_per_role_and_assemble() {
+    let k = budget_kernel();
+    kda_ir::verifier::verify(&k).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = kda_ir::ptx::emit(&k).unwrap_or_else(|e| panic!("{e}"));
+    for needle in [
+        ".maxnreg 128",
+        "setmaxnreg.dec.sync.aligned.u32 40;",
+        "setmaxnreg.inc.sync.aligned.u32 216;",
+    ] {
+        assert_eq!(ptx.matches(needle).count(), 1, "`{needle}` once in\n{ptx}");
+    }
+    if let Some(r) = ptx_common::assemble(&ptx) {
+        println!("{}", r.log);
+        assert_eq!(r.spills(), 0, "{}", r.log);
+        assert!(!r.log.contains("setmaxnreg"), "ptxas ignored setmaxnreg: {}", r.log);
+    }
+}
+
 fn used_variants(k: &Kernel) -> BTreeSet<usize> {
     let mut seen = BTreeSet::new();
     k.walk(|i, _| {
@@ -509,8 +565,8 @@ fn used_variants(k: &Kernel) -> BTreeSet<usize> {
 
 #[test]
 fn the_kernel_uses_every_op() {
-    let k = all_ops_kernel();
-    let seen = used_variants(&k);
+    let mut seen = used_variants(&all_ops_kernel());
+    seen.extend(used_variants(&budget_kernel()));
     let missing: Vec<usize> = (0..VARIANTS).filter(|v| !seen.contains(v)).collect();
     assert!(missing.is_empty(), "op variants not exercised: {missing:?}");
 }

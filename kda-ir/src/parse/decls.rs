@@ -139,11 +139,17 @@ impl Parser {
                         format!("role ends at {end}, before its first thread {first}"),
                     );
                 }
+                let regs = if self.same_line() && self.eat_ident("regs") {
+                    Some(self.u32()?)
+                } else {
+                    None
+                };
                 let loc = self.loc();
                 self.k.roles.push(RoleDecl {
                     name,
                     first,
                     threads: end - first,
+                    regs,
                     loc,
                 });
             }

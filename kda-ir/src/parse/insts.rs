@@ -311,6 +311,11 @@ impl Parser {
                 (Op::CpAsync { buffer, tensor }, args, vec![])
             }
             C::CpAsyncWait => (Op::CpAsyncWait(self.u32()?), vec![], vec![]),
+            C::SetMaxNRegInc | C::SetMaxNRegDec => {
+                let regs = self.u32()?;
+                let inc = code == C::SetMaxNRegInc;
+                return self.plain(Op::SetMaxNReg { inc, regs });
+            }
             C::BulkCopy => {
                 let buffer = self.buffer()?;
                 let mut args = self.index()?;

@@ -477,6 +477,10 @@ impl Parser {
             self.expect('=')?;
             self.k.launch.min_blocks_per_sm = Some(self.u32()?);
         }
+        if self.eat_ident("maxnreg") {
+            self.expect('=')?;
+            self.k.max_regs = Some(self.u32()?);
+        }
         self.k.schedule.early = self.eat_ident("early");
         self.k.schedule.trigger_at_entry = self.eat_ident("trigger_at_entry");
         self.expect('{')?;

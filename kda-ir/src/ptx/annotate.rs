@@ -84,6 +84,7 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
             format!("{buffer}[{}], {tensor}[{}]", a[0], list(&a[1..]))
         }
         Op::CpAsyncWait(n) => n.to_string(),
+        Op::SetMaxNReg { regs, .. } => regs.to_string(),
         Op::BulkCopy {
             buffer,
             tensor,
@@ -119,7 +120,10 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
         Op::While { .. } => format!("({})", list(a)),
         Op::InRole { role, .. } => {
             let r = &k.roles[*role];
-            format!("{role} {:?} {}..{}", r.name, r.first, r.end())
+            match r.regs {
+                Some(n) => format!("{role} {:?} {}..{} regs {n}", r.name, r.first, r.end()),
+                None => format!("{role} {:?} {}..{}", r.name, r.first, r.end()),
+            }
         }
         _ => list(a),
     };

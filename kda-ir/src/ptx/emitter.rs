@@ -339,6 +339,11 @@ impl<'k> Emitter<'k> {
                 Ok(())
             }
             Op::FenceProxyAsync => self.fence_proxy_async(),
+            Op::SetMaxNReg { inc, regs } => {
+                let action = if *inc { "inc" } else { "dec" };
+                self.ins(format!("setmaxnreg.{action}.sync.aligned.u32 {regs}"));
+                Ok(())
+            }
             Op::ClusterArrive { relaxed } => self.cluster_arrive(*relaxed),
             Op::ClusterWait => self.cluster_wait(),
             Op::BarSync { id, threads } => self.bar_sync(*id, *threads),

@@ -193,6 +193,11 @@ impl Emitter<'_> {
         if let Some(m) = l.min_blocks_per_sm {
             let _ = writeln!(w, ".minnctapersm {m}");
         }
+        // The starting register count, which `setmaxnreg` moves from (ptxas
+        // ignores setmaxnreg in a kernel without it).
+        if let Some(m) = k.max_regs {
+            let _ = writeln!(w, ".maxnreg {m}");
+        }
         let _ = writeln!(w, "{{");
         for (bank, n) in self.reg_counts() {
             let _ = writeln!(w, "\t.reg {} %{}<{n}>;", bank.decl_type(), bank.prefix());

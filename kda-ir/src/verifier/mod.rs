@@ -97,6 +97,25 @@
 //!   `cp.async.bulk`) declared with a non-empty `roles` list runs inside a
 //!   `role` region of one of those roles (the innermost one).
 //!
+//! # Register budgets (`regs.rs`)
+//!
+//! * the kernel's `maxnreg` (its starting per-thread register count), when
+//!   declared, is a multiple of 8 in 24..=248, and `block × maxnreg` (×
+//!   `min_blocks`) fits the 65536-register file;
+//! * a role's `regs` budget is a multiple of 8 in 24..=256; the role covers
+//!   whole warpgroups (starts at a multiple of 128 threads and covers a
+//!   multiple of 128, so every thread of its warpgroups is in it); the kernel
+//!   declares `maxnreg`;
+//! * the budgets times their roles' threads, plus `maxnreg` for every other
+//!   thread, add up to at most `block × maxnreg` (what the CTA starts with:
+//!   `setmaxnreg.inc` only takes what `.dec` released);
+//! * `setmaxnreg.inc/.dec N` runs in a role that declares regs N, nested
+//!   only in role regions (not in an `if`, `for` or `while`: every warp of
+//!   the warpgroup executes it once, converged), before any region op of its
+//!   region, at most once per role; `.inc` raises and `.dec` lowers the count
+//!   from `maxnreg`; every role whose budget differs from `maxnreg` executes
+//!   one.
+//!
 //! # Warp-uniform collectives (`uniform.rs`)
 //!
 //! * `shfl`, `elect` and `mma.m16n8k16` are not inside an `if` whose
@@ -170,6 +189,7 @@ mod bounds;
 mod decls;
 mod mbarrier;
 mod order;
+mod regs;
 mod report;
 mod roles;
 mod signature;
@@ -241,6 +261,7 @@ pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
         signature::check(&mut cx, layout);
         decls::check(&mut cx);
         roles::check(&mut cx, layout);
+        regs::check(&mut cx, layout);
         let uni = uniform::Uniformity::compute(k, layout);
         uniform::check(&mut cx, layout, &uni);
         mbarrier::check(&mut cx, layout, &uni);

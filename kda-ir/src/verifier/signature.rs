@@ -10,6 +10,12 @@ use crate::kernel::Dim;
 use crate::op::{BinOp, CmpOp, Op, Special, UnOp};
 use crate::types::{Scalar, Type};
 
+/// The fewest registers per thread `setmaxnreg` may set.
+pub(super) const MIN_REGS: u32 = 24;
+
+/// The most registers per thread `setmaxnreg` may set.
+pub(super) const MAX_REGS: u32 = 256;
+
 /// Largest transaction count of one mbarrier phase (`2^20 - 1`).
 pub(super) const MAX_TX: u32 = (1 << 20) - 1;
 
@@ -454,6 +460,14 @@ impl Sig<'_, '_> {
                 if *bytes == 0 || *bytes > MAX_TX {
                     self.err(format!(
                         "`{m}` expects {bytes} bytes; allowed: 1..={MAX_TX}"
+                    ));
+                }
+            }
+            Op::SetMaxNReg { regs, .. } => {
+                self.arity(0, 0);
+                if !(MIN_REGS..=MAX_REGS).contains(regs) || !regs.is_multiple_of(8) {
+                    self.err(format!(
+                        "`{m}` sets {regs} registers per thread; allowed: a multiple of 8 in {MIN_REGS}..={MAX_REGS}"
                     ));
                 }
             }
