@@ -270,6 +270,12 @@ pub(crate) enum Ins {
         id: u8,
         threads: u32,
     },
+    /// `setmaxnreg`: the warp's register count becomes `regs`, through its
+    /// CTA's pool (`inc` blocks until the pool holds enough).
+    SetMaxNReg {
+        inc: bool,
+        regs: u32,
+    },
     StAsync {
         sb: ShBuf,
         bar: u32,
@@ -1041,6 +1047,7 @@ impl<'k> Emit<'k> {
             Op::GridDepWait => Ins::PdlWait,
             Op::ClusterArrive { .. } => Ins::ClusterArrive,
             Op::ClusterWait => Ins::ClusterWait,
+            Op::SetMaxNReg { inc, regs } => Ins::SetMaxNReg { inc, regs },
             Op::BarSync { id, threads } => {
                 if id >= 16 {
                     return Err(unsupported(format!("bar.sync {id}"), d));

@@ -209,6 +209,16 @@ pub enum WaitOn {
         /// Threads the barrier waits for.
         expected: u32,
     },
+    /// `setmaxnreg.inc`: the CTA's register pool holds fewer registers than
+    /// the warp needs to grow (what other warps released with `.dec`).
+    Registers {
+        /// Registers per thread the warp holds.
+        holds: u32,
+        /// Registers per thread it asks for.
+        wants: u32,
+        /// Registers in the CTA's pool.
+        pool: u64,
+    },
 }
 
 /// One warp that cannot make progress.
@@ -280,6 +290,11 @@ impl fmt::Display for BlockedWarp {
                 arrived,
                 expected,
             } => write!(f, "bar.sync {id}: {arrived}/{expected} threads arrived")?,
+            WaitOn::Registers { holds, wants, pool } => write!(
+                f,
+                "setmaxnreg.inc {wants} (holds {holds} per thread): needs {} registers, the CTA's pool has {pool} (no other warpgroup released them with setmaxnreg.dec)",
+                (u64::from(*wants) - u64::from(*holds).min(u64::from(*wants))) * 32
+            )?,
         }
         write!(f, " at {}", self.loc)?;
         if let Some(r) = &self.role {

@@ -80,6 +80,7 @@ impl Runner {
                 named: Default::default(),
                 block: [0; 3],
                 live: 0,
+                reg_pool: 0,
             })
             .collect();
         let gran = if prog.min_shared_access < 4 { 2 } else { 4 };
@@ -115,10 +116,13 @@ impl Runner {
             cta.named = std::array::from_fn(|_| Named::default());
             cta.block = blocks[r];
             cta.live = block_threads;
+            cta.reg_pool = 0;
         }
+        let start = prog.kernel.max_regs.unwrap_or(0);
         for w in self.warps.iter_mut() {
             let rank = w.rank;
             w.reset(rank);
+            w.nreg = start;
         }
         // Each cluster's interleaving depends only on the seed and its index,
         // not on the clusters this host thread ran before.
@@ -284,6 +288,11 @@ impl Runner {
                         expected: if threads == 0 { cta.live } else { threads },
                     }
                 }
+                Ins::SetMaxNReg { regs, .. } => WaitOn::Registers {
+                    holds: w.nreg,
+                    wants: regs,
+                    pool: cta.reg_pool,
+                },
                 _ => unreachable!("a warp only blocks on a wait"),
             };
             blocked.push(BlockedWarp {

@@ -68,6 +68,9 @@ pub(crate) struct Warp {
     pub pdl_waited: bool,
     /// Bulk groups committed per lane.
     pub bulk_commits: [u32; 32],
+    /// Registers per thread it holds: the kernel's `maxnreg` until a
+    /// `setmaxnreg` (0 when the kernel declares none).
+    pub nreg: u32,
 }
 
 impl Warp {
@@ -88,6 +91,7 @@ impl Warp {
             cl_phase: 0,
             pdl_waited: false,
             bulk_commits: [0; 32],
+            nreg: prog.kernel.max_regs.unwrap_or(0),
         }
     }
 
@@ -116,6 +120,10 @@ pub(crate) struct Cta {
     pub block: [u32; 3],
     /// Threads that have not exited.
     pub live: u32,
+    /// Registers the CTA's warps released with `setmaxnreg.dec` and no
+    /// `.inc` has taken yet (the pool starts empty: every warp holds the
+    /// starting count).
+    pub reg_pool: u64,
 }
 
 /// Everything the warps of one cluster share.
@@ -355,7 +363,8 @@ pub(crate) fn run(
             | Ins::PdlWait
             | Ins::ClusterArrive
             | Ins::ClusterWait
-            | Ins::BarSync { .. } => sync::exec(prog, ins, w, cx)?,
+            | Ins::BarSync { .. }
+            | Ins::SetMaxNReg { .. } => sync::exec(prog, ins, w, cx)?,
             Ins::IfBegin { .. }
             | Ins::Else { .. }
             | Ins::Move { .. }

@@ -233,6 +233,21 @@ pub(super) fn exec(
                 }
             }
         }
+        &Ins::SetMaxNReg { inc, regs } => {
+            let cta = &mut cx.ctas[w.rank as usize];
+            let lanes = u64::from(w.lanes.count_ones());
+            let (now, to) = (u64::from(w.nreg), u64::from(regs));
+            if inc {
+                let need = to.saturating_sub(now) * lanes;
+                if cta.reg_pool < need {
+                    return Ok(Next::Block);
+                }
+                cta.reg_pool -= need;
+            } else {
+                cta.reg_pool += now.saturating_sub(to) * lanes;
+            }
+            w.nreg = regs;
+        }
         _ => unreachable!("not a synchronisation op"),
     }
     Ok(Next::Step)
