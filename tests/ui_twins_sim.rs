@@ -109,6 +109,27 @@ mod role_access_x_buffer_outside_roles {
     include!("ui/role-access/pass/buffer-outside-roles.rs");
 }
 #[allow(clippy::all)]
+mod register_budget_x_budget_range {
+    pub(super) fn build() -> kda::ir::Kernel {
+        budgets()
+    }
+    include!("ui/register-budget/pass/budget-range.rs");
+}
+#[allow(clippy::all)]
+mod register_budget_x_not_warpgroup_aligned {
+    pub(super) fn build() -> kda::ir::Kernel {
+        budgets()
+    }
+    include!("ui/register-budget/pass/not-warpgroup-aligned.rs");
+}
+#[allow(clippy::all)]
+mod register_budget_x_over_budget {
+    pub(super) fn build() -> kda::ir::Kernel {
+        budgets()
+    }
+    include!("ui/register-budget/pass/over-budget.rs");
+}
+#[allow(clippy::all)]
 mod role_access_x_send_from_undeclared_role {
     pub(super) fn build() -> kda::ir::Kernel {
         exchange()
@@ -373,6 +394,18 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/role-access/pass/send-from-undeclared-role.rs",
             role_access_x_send_from_undeclared_role::build(),
+        ),
+        (
+            "tests/ui/register-budget/pass/budget-range.rs",
+            register_budget_x_budget_range::build(),
+        ),
+        (
+            "tests/ui/register-budget/pass/not-warpgroup-aligned.rs",
+            register_budget_x_not_warpgroup_aligned::build(),
+        ),
+        (
+            "tests/ui/register-budget/pass/over-budget.rs",
+            register_budget_x_over_budget::build(),
         ),
         ("tests/ui/roles/pass/empty.rs", roles_x_empty::build()),
         (

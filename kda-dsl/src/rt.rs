@@ -202,6 +202,19 @@ pub fn role(name: &str, first: u32, end: u32) -> Role {
     }
 }
 
+/// `role!(first..end, regs = n)`: a role with a per-thread register budget.
+#[track_caller]
+pub fn role_regs(name: &str, first: u32, end: u32, regs: u32) -> Role {
+    let r = role(name, first, end);
+    emit(|b| b.set_regs(r.id, regs));
+    r
+}
+
+/// `max_regs = n`: every warp starts with `n` registers per thread (`.maxnreg`).
+pub fn max_regs(n: u32) {
+    emit(|b| b.set_max_regs(n))
+}
+
 fn ids(roles: &[&Role]) -> Vec<kda_ir::Role> {
     roles.iter().map(|r| r.id).collect()
 }

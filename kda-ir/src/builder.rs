@@ -942,13 +942,14 @@ impl Builder {
         self.roles.push(role);
         self.ph.role_depth.push(self.ph.loops.len());
         let bits = self.ph.bits.clone();
-        let budget = self.k.roles[role].regs.filter(|_| self.budgeted.insert(role));
+        let budget = self.k.roles[role]
+            .regs
+            .filter(|_| self.budgeted.insert(role));
         let start = budget.map(|_| {
             let l = &self.k.launch;
-            *self
-                .k
-                .max_regs
-                .get_or_insert_with(|| crate::kernel::default_max_regs(l.block, l.min_blocks_per_sm))
+            *self.k.max_regs.get_or_insert_with(|| {
+                crate::kernel::default_max_regs(l.block, l.min_blocks_per_sm)
+            })
         });
         let here = self.loc();
         self.fill(r, |b| {

@@ -551,7 +551,11 @@ fn budgets_set_once_per_role_and_assemble() {
     if let Some(r) = ptx_common::assemble(&ptx) {
         println!("{}", r.log);
         assert_eq!(r.spills(), 0, "{}", r.log);
-        assert!(!r.log.contains("setmaxnreg"), "ptxas ignored setmaxnreg: {}", r.log);
+        assert!(
+            !r.log.contains("setmaxnreg"),
+            "ptxas ignored setmaxnreg: {}",
+            r.log
+        );
     }
 }
 

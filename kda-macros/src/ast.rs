@@ -113,6 +113,8 @@ pub struct RoleNode {
     pub range: Expr,
     pub lo: Expr,
     pub hi: Expr,
+    /// `regs = n`: the role's per-thread register budget (`setmaxnreg`).
+    pub regs: Option<Expr>,
 }
 
 pub struct MbarrierNode {
@@ -832,9 +834,21 @@ impl Collect<'_> {
         let mut args = args.into_iter();
         if mac.path == ROLE {
             let first = args.next();
-            if let Some(extra) = args.next() {
-                self.cx
-                    .error_spanned_by(extra, "`role!` takes one thread range: `role!(0..128)`");
+            let mut regs = None;
+            for a in args {
+                match classify(a) {
+                    Arg::Key(k, v) if k == REGS && regs.is_none() => {
+                        regs = Some(count_arg(self.cx, v, "regs"))
+                    }
+                    Arg::Key(k, _) if k == REGS => {
+                        self.cx.error_spanned_by(&k, "duplicate `regs`")
+                    }
+                    Arg::Key(k, _) | Arg::Flag(k) => self.unknown_key(&k, "role", "`regs`"),
+                    Arg::Other(e) => self.cx.error_spanned_by(
+                        e,
+                        "`role!` takes one thread range and optionally a register budget: `role!(0..128)`, `role!(128..384, regs = 232)`",
+                    ),
+                }
             }
             return match first {
                 Some(Expr::Range(r))
@@ -855,6 +869,7 @@ impl Collect<'_> {
                         range: Expr::Range(r),
                         lo,
                         hi,
+                        regs,
                     }))
                 }
                 Some(other) => {

@@ -9,8 +9,8 @@ use syn::{Attribute, Expr, Lit, LitStr, Meta, MetaNameValue, Token};
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
-/// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., early = ..,
-/// trigger_at_entry = .., name = "..")]`.
+/// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., max_regs = ..,
+/// early = .., trigger_at_entry = .., name = "..")]`.
 /// The values are Rust expressions evaluated when the kernel is traced, so
 /// they may use the `#[comptime]` parameters.
 pub struct Launch {
@@ -22,6 +22,8 @@ pub struct Launch {
     /// Trigger dependent launches at the entry
     /// (`kda::ir::ScheduleHints::trigger_at_entry`).
     pub trigger_at_entry: Option<Expr>,
+    /// `.maxnreg`: the registers per thread every warp starts with.
+    pub max_regs: Option<Expr>,
     pub name: Option<LitStr>,
 }
 
@@ -32,6 +34,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
         min_blocks: None,
         early: None,
         trigger_at_entry: None,
+        max_regs: None,
         name: None,
     };
     let parsed = match Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(args) {
@@ -51,6 +54,8 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             &mut out.cluster
         } else if nv.path == MIN_BLOCKS {
             &mut out.min_blocks
+        } else if nv.path == MAX_REGS {
+            &mut out.max_regs
         } else if nv.path == EARLY || nv.path == TRIGGER_AT_ENTRY {
             let hint = if nv.path == EARLY {
                 &mut out.early
@@ -80,7 +85,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             cx.error_spanned_by(
                 &nv.path,
                 format!(
-                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `early`, `trigger_at_entry` or `name`",
+                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `max_regs`, `early`, `trigger_at_entry` or `name`",
                     nv.path.get_ident().map_or_else(|| "?".to_string(), |i| i.to_string())
                 ),
             );

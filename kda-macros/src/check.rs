@@ -726,6 +726,133 @@ fn check_roles(cx: &Ctxt, k: &Kernel) {
         }
         placed.push((name, lo, hi));
     }
+    check_budgets(cx, k);
+}
+
+/// The register file of one CTA (and SM) on sm_90.
+const REGISTER_FILE: u64 = 65536;
+
+/// `kda::ir::kernel::default_max_regs`: the starting count a kernel with
+/// budgets gets without `max_regs` (the largest multiple of 8 at which
+/// `min_blocks` blocks fit the register file, 24..=248).
+fn default_max_regs(block: u64, min_blocks: u64) -> u64 {
+    ((REGISTER_FILE / (block.max(1) * min_blocks.max(1))) / 8 * 8).clamp(24, 248)
+}
+
+/// (7) Register budgets (`role!(.., regs = n)`): a budget is a multiple of 8
+/// in 24..=256 on a role of whole warpgroups (`setmaxnreg` resizes four
+/// warps at once), and the budgets, with the starting count for every other
+/// thread, fit in what the block starts with (`block × max_regs`), else a
+/// `setmaxnreg.inc` waits forever. Checked where every figure is a constant.
+fn check_budgets(cx: &Ctxt, k: &Kernel) {
+    let block = k.launch.block.as_ref().and_then(const_eval);
+    let mut budgeted: Vec<(String, usize, u64, u64, &syn::Expr)> = Vec::new();
+    // Misplaced budgets are their own error; the total would repeat them.
+    let mut all_known = true;
+    for node in &k.nodes {
+        let Node::Role(r) = node else { continue };
+        let Some(regs_expr) = &r.regs else { continue };
+        let name = r
+            .name
+            .as_ref()
+            .map_or_else(|| "_".to_string(), |n| n.to_string());
+        let regs = const_eval(regs_expr);
+        if let Some(n) = regs
+            && (!(24..=256).contains(&n) || n % 8 != 0)
+        {
+            all_known = false;
+            cx.error_spanned_by(
+                regs_expr,
+                format!(
+                    "role `{name}` declares `regs = {n}`: a register budget is a multiple of 8 in 24..=256 (what `setmaxnreg` can set)"
+                ),
+            );
+        }
+        let (Some(lo), Some(hi)) = (const_eval(&r.lo), const_eval(&r.hi)) else {
+            all_known = false;
+            continue;
+        };
+        if lo < hi && (lo % 128 != 0 || hi % 128 != 0) {
+            all_known = false;
+            cx.error_spanned_by(
+                &r.range,
+                format!(
+                    "role `{name}` spans threads {lo}..{hi} and declares a register budget, but `setmaxnreg` resizes \
+                     whole warpgroups: a role with `regs` starts and ends on a multiple of 128 threads (four warps), \
+                     e.g. {}..{}",
+                    lo / 128 * 128,
+                    hi.div_ceil(128) * 128
+                ),
+            );
+        }
+        match regs {
+            Some(n) => budgeted.push((name, line(r.span), hi.saturating_sub(lo), n, regs_expr)),
+            None => all_known = false,
+        }
+    }
+    let Some(block) = block else { return };
+    let min_blocks = match &k.launch.min_blocks {
+        None => Some(1),
+        Some(m) => const_eval(m),
+    };
+    let (start, how) = match &k.launch.max_regs {
+        Some(m) => match const_eval(m) {
+            Some(s) => {
+                let ctas = min_blocks.unwrap_or(1).max(1);
+                if block * s * ctas > REGISTER_FILE {
+                    cx.error_spanned_by(
+                        m,
+                        format!(
+                            "`max_regs = {s}` × {block} threads{} = {} registers, more than the register file's {REGISTER_FILE}: the launch would fail (at most {} per thread)",
+                            if ctas > 1 { format!(" × min_blocks {ctas}") } else { String::new() },
+                            block * s * ctas,
+                            default_max_regs(block, ctas)
+                        ),
+                    );
+                    return;
+                }
+                (s, "`max_regs`".to_string())
+            }
+            None => return,
+        },
+        None => match min_blocks {
+            Some(n) => {
+                let s = default_max_regs(block, n);
+                (
+                    s,
+                    format!("the default start for {block} threads without `max_regs`"),
+                )
+            }
+            None => return,
+        },
+    };
+    if budgeted.is_empty() || !all_known {
+        return;
+    }
+    let covered: u64 = budgeted.iter().map(|b| b.2).sum();
+    let rest = block.saturating_sub(covered);
+    let total: u64 = budgeted.iter().map(|b| b.2 * b.3).sum::<u64>() + rest * start;
+    let have = block * start;
+    if total <= have {
+        return;
+    }
+    let mut parts: Vec<String> = budgeted
+        .iter()
+        .map(|(n, l, t, r, _)| format!("role `{n}` (line {l}) {t} × {r}"))
+        .collect();
+    if rest > 0 {
+        parts.push(format!("{rest} other threads × {start}"));
+    }
+    let (name, _, _, _, at) = budgeted.last().expect("not empty");
+    cx.error_spanned_by(
+        *at,
+        format!(
+            "the register budgets add up to {total} registers ({}), more than the {have} the block starts with \
+             ({block} threads × {start}, {how}): the `setmaxnreg.inc` of a role like `{name}` takes registers other \
+             warpgroups released and would wait forever; lower a budget",
+            parts.join(" + ")
+        ),
+    );
 }
 
 /// (10) A bulk store reads its shared source asynchronously, until a

@@ -144,6 +144,12 @@ fn expand(k: Kernel) -> TokenStream {
         let rt = rt(span);
         quote_spanned!(span=> #rt::trigger_at_entry(#e);)
     });
+    let max_regs = launch.max_regs.as_ref().map(|m| {
+        let span = m.span();
+        let rt = rt(span);
+        let m = count(m, "max_regs");
+        quote_spanned!(span=> #rt::max_regs(#m);)
+    });
 
     // Symbols in order of first appearance, then tensors and scalars in
     // parameter order, then the scalars' values.
@@ -270,6 +276,7 @@ fn expand(k: Kernel) -> TokenStream {
             let __kda_trace = #rtc::Trace::begin(#name, #rtc::launch(#block, #cluster, #min_blocks));
             #early
             #trigger_at_entry
+            #max_regs
             #(#sym_decls)*
             #(#decl_tokens)*
             #(#reads)*
@@ -582,7 +589,13 @@ impl Rewrite<'_> {
             Node::Role(r) => {
                 let name = r.name.as_ref().map(|n| n.to_string()).unwrap_or_default();
                 let (lo, hi) = (count(&r.lo, "role start"), count(&r.hi, "role end"));
-                parse(quote_spanned!(span=> #rt::role(#name, #lo, #hi)))
+                match &r.regs {
+                    None => parse(quote_spanned!(span=> #rt::role(#name, #lo, #hi))),
+                    Some(regs) => {
+                        let regs = count(regs, "regs");
+                        parse(quote_spanned!(span=> #rt::role_regs(#name, #lo, #hi, #regs)))
+                    }
+                }
             }
             Node::Mbarrier(b) => {
                 let name = b.name.as_ref().map(|n| n.to_string()).unwrap_or_default();

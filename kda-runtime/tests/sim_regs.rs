@@ -103,7 +103,11 @@ fn an_inc_waiting_behind_a_block_barrier_deadlocks() {
         .iter()
         .filter(|w| matches!(w.wait, WaitOn::Registers { .. }))
         .collect();
-    assert_eq!(regs.len(), 8, "every consumer warp waits for registers: {e}");
+    assert_eq!(
+        regs.len(),
+        8,
+        "every consumer warp waits for registers: {e}"
+    );
     assert_eq!(
         regs[0].wait,
         WaitOn::Registers {
@@ -115,8 +119,13 @@ fn an_inc_waiting_behind_a_block_barrier_deadlocks() {
     assert_eq!(regs[0].role.as_deref(), Some("consumers"));
     let text = e.to_string();
     assert!(
-        text.contains("setmaxnreg.inc 232 (holds 168 per thread): needs 2048 registers, the CTA's pool has 0"),
+        text.contains(
+            "setmaxnreg.inc 232 (holds 168 per thread): needs 2048 registers, the CTA's pool has 0"
+        ),
         "{text}"
     );
-    assert!(text.contains("bar.sync 1: 128/384 threads arrived"), "{text}");
+    assert!(
+        text.contains("bar.sync 1: 128/384 threads arrived"),
+        "{text}"
+    );
 }

@@ -226,7 +226,11 @@ fn ops(cx: &mut Ctx, layout: &Layout) {
                     ),
                 );
             } else if inc != (regs > start) {
-                let (want, other) = if inc { ("more", "dec") } else { ("fewer", "inc") };
+                let (want, other) = if inc {
+                    ("more", "dec")
+                } else {
+                    ("fewer", "inc")
+                };
                 cx.error(
                     i,
                     format!(
