@@ -88,6 +88,13 @@ mod produced_before_pdl_wait_x_wait_in_other_role {
     include!("ui/produced-before-pdl-wait/pass/wait-in-other-role.rs");
 }
 #[allow(clippy::all)]
+mod ring_refill_x_refill_after_cluster_barrier {
+    pub(super) fn build() -> kda::ir::Kernel {
+        with_cluster_barrier()
+    }
+    include!("ui/ring-refill/pass/refill-after-cluster-barrier.rs");
+}
+#[allow(clippy::all)]
 mod ring_refill_x_refill_after_release {
     pub(super) fn build() -> kda::ir::Kernel {
         with_release()
@@ -378,6 +385,10 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/produced-before-pdl-wait/pass/wait-in-other-role.rs",
             produced_before_pdl_wait_x_wait_in_other_role::build(),
+        ),
+        (
+            "tests/ui/ring-refill/pass/refill-after-cluster-barrier.rs",
+            ring_refill_x_refill_after_cluster_barrier::build(),
         ),
         (
             "tests/ui/ring-refill/pass/refill-after-release.rs",

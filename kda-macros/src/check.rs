@@ -99,8 +99,11 @@ fn check_wait_completes_per_iteration(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
 /// loop (a ring: `bulk_copy!` or `send!` completing the guard) is
 /// overwritten while its readers may still be reading the previous fill,
 /// unless the writing role waits in that loop for them to release it (the
-/// ring's "empty" barrier, any barrier other than the guard). The stage
-/// indices are not compared: a wait on another barrier in the loop counts.
+/// ring's "empty" barrier, any barrier other than the guard), or passes a
+/// cluster barrier in it (`cluster_wait()`: every thread of the cluster
+/// arrives once per iteration, so past the wait each reader has finished
+/// the previous iteration's reads). The stage indices are not compared: a
+/// wait on another barrier in the loop counts.
 fn check_refill_waits_for_release(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
     let guards: Vec<(String, String)> = k
         .decls
@@ -127,8 +130,10 @@ fn check_refill_waits_for_release(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut
         else {
             continue;
         };
-        let released = on_threads(flow, &e.role)
-            .any(|w| matches!(&w.kind, Kind::Wait(b) if b != bar) && w.loops.contains(&l));
+        let released = on_threads(flow, &e.role).any(|w| {
+            matches!(&w.kind, Kind::Wait(b) if b != bar) && w.loops.contains(&l)
+                || matches!(w.kind, Kind::ClusterWait) && w.loops.contains(&l)
+        });
         if released || !seen.first(e.span, "refill") {
             continue;
         }
