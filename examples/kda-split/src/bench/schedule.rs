@@ -1,5 +1,6 @@
 //! Schedules as the command line spells them: `auto`, a name (`seed`,
-//! `default`, `e1`, ...) or raw entries `early,lanes,occupancy[,cluster[,evict]]`.
+//! `default`, `e1`, ...) or raw entries
+//! `early,lanes,occupancy[,cluster[,evict[,persistent]]]`.
 //! One parser ([`Candidate`]'s `FromStr`) serves every command's
 //! `--schedule`: the demo, `run`, `ptx`, `info`, `bench` and `autotune`.
 
@@ -28,7 +29,7 @@ pub struct Candidate {
 pub enum ScheduleError {
     #[error(
         "`{entry}` is not a non-negative integer (expected auto, seed, one of {names} or \
-         early,lanes,occupancy[,cluster[,evict]])",
+         early,lanes,occupancy[,cluster[,evict[,persistent]]])",
         names = NAMED.join(", ")
     )]
     Entry { entry: String },
@@ -37,8 +38,10 @@ pub enum ScheduleError {
     Length(ConfigError),
 }
 
-/// The named schedules besides `auto` and `seed`.
-pub const NAMED: [&str; 8] = [
+/// The named schedules besides `auto` and `seed`; a `-p` suffix is the
+/// persistent grid (sixth entry 1), measured by the default sweep at
+/// batch >= [`PERSISTENT_MIN_BATCH`] only.
+pub const NAMED: [&str; 10] = [
     "e1",
     "e1-l8",
     "e1-l16",
@@ -47,7 +50,13 @@ pub const NAMED: [&str; 8] = [
     "e2-c4",
     "e2-c2-evict",
     "e3-c2",
+    "e2-c2-p",
+    "e3-c2-p",
 ];
+
+/// The default sweep measures persistent schedules from this batch up
+/// (below it a launch has few (request, head) items per resident cluster).
+pub const PERSISTENT_MIN_BATCH: u32 = 64;
 
 /// The named schedules (`None`: not a name).
 pub fn named(label: &str) -> Option<Candidate> {
@@ -62,6 +71,8 @@ pub fn named(label: &str) -> Option<Candidate> {
         "e2-c4" => &[2, 0, 0, 4],
         "e2-c2-evict" => &[2, 0, 0, 2, 1],
         "e3-c2" => &[3, 0, 0, 2],
+        "e2-c2-p" => &[2, 0, 0, 2, 0, 1],
+        "e3-c2-p" => &[3, 0, 0, 2, 0, 1],
         _ => return None,
     };
     Some(Candidate::new(label, raw))
@@ -70,7 +81,11 @@ pub fn named(label: &str) -> Option<Candidate> {
 /// The bench's sweep without `--schedule` (`auto` first: it is always
 /// measured under its own name).
 pub fn default_schedules(quick: bool) -> Vec<Candidate> {
-    let names: &[&str] = if quick { &["e1", "e2-c2"] } else { &NAMED };
+    let names: &[&str] = if quick {
+        &["e1", "e2-c2", "e3-c2-p"]
+    } else {
+        &NAMED
+    };
     let mut all = vec![Candidate::auto(), Candidate::seed()];
     all.extend(names.iter().filter_map(|n| named(n)));
     all
@@ -79,7 +94,7 @@ pub fn default_schedules(quick: bool) -> Vec<Candidate> {
 impl FromStr for Candidate {
     type Err = ScheduleError;
 
-    /// A name, or 3 to 5 comma-separated entries (labelled `[text]`, or
+    /// A name, or 3 to 6 comma-separated entries (labelled `[text]`, or
     /// `seed` for `0,0,0`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
@@ -97,7 +112,7 @@ impl FromStr for Candidate {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if !(3..=5).contains(&raw.len()) {
+        if !(3..=6).contains(&raw.len()) {
             return Err(ScheduleError::Length(ConfigError::ScheduleLength {
                 len: raw.len(),
             }));
@@ -127,6 +142,11 @@ impl Candidate {
     /// `seed`: the seed's defaults, `0,0,0`.
     pub fn seed() -> Candidate {
         Candidate::new("seed", &[0, 0, 0])
+    }
+
+    /// Whether this schedule is persistent (a nonzero sixth entry).
+    pub fn persistent(&self) -> bool {
+        self.raw.get(5).is_some_and(|&p| p != 0)
     }
 
     /// Whether this is `auto`, not yet resolved.
@@ -250,10 +270,14 @@ mod tests {
             ScheduleError::Length(ConfigError::ScheduleLength { len: 2 })
         );
         assert!(
-            e.to_string().contains("schedule needs 3 to 5 entries"),
+            e.to_string().contains("schedule needs 3 to 6 entries"),
             "{e}"
         );
-        assert!(parse("1,2,3,4,5,6").is_err());
+        assert!(parse("1,2,3,4,5,6,7").is_err());
+        let p = parse("3,16,0,2,0,1").unwrap();
+        assert!(p.persistent() && p.text() == "3,16,0,2,0,1");
+        assert!(named("e3-c2-p").unwrap().persistent());
+        assert!(!named("e3-c2").unwrap().persistent());
     }
 
     #[test]
@@ -270,8 +294,10 @@ mod tests {
                 c.label
             );
         }
-        assert_eq!(default_schedules(false).len(), 10);
-        assert_eq!(default_schedules(true).len(), 4);
+        assert_eq!(default_schedules(false).len(), 12);
+        assert_eq!(default_schedules(true).len(), 5);
+        let p = KdaConfig::new(12, 128, 0, true, &named("e2-c2-p").unwrap().raw, 1).unwrap();
+        assert!(p.schedule.persistent && p.cluster() == 2);
     }
 
     #[test]

@@ -1,0 +1,699 @@
+//! The persistent KdaSplit (schedule knob `persistent`, the sixth schedule
+//! entry): the grid is sized to the machine (`Launch::persistent`: as many
+//! clusters as fit at once) and each cluster of C CTAs loops over the work
+//! items `w = request · H + head`, cluster `c` of `n` taking `c, c + n, ..`
+//! of the `num_requests · H` items. Per item it does exactly what
+//! [`kda_split`](crate::kernel::kda_split) does for its one (head,
+//! request); the per-item code is the same, only the item's coordinates
+//! come from the loop.
+//!
+//! Across items:
+//!
+//! * **Staged state (early >= 2)**: a 2-stage ring. Item `i` reads stage
+//!   `i % 2`; at the start of item `i` thread 0 bulk-copies item `i + 1`'s
+//!   state rows into the other stage (`state_full[s]`, armed per copy),
+//!   after waiting `state_empty[s]` (`released`; every state thread arrives
+//!   once it has read its rows of the stage), so the next item's load
+//!   overlaps this item's compute and stores. Item 0's rows are copied
+//!   before the loop. Every item, padding included, passes its stage
+//!   through `state_empty` once, so the ring's phases do not depend on the
+//!   data; only non-padding items copy and wait `state_full`.
+//! * **DSMEM buffers** (`decays`, `out`) and the CTA-local ones (q, k, v,
+//!   reductions): each non-padding item starts with a cluster barrier
+//!   (release/acquire). Before arriving, thread 0 of every CTA arms the
+//!   item's `decay_full` / `out_full`; after it, every thread of the
+//!   cluster has finished the previous item, so no send or local write of
+//!   this item can reach a buffer the previous one still reads.
+//! * **Padding** (read slot <= 0) costs its slot-table read, CTA 0's zeroed
+//!   output row and, staged, one arrival on the ring; no barrier, no load.
+//!   Write holes are predicated stores, as in the one-item kernel.
+//! * **PDL**: each role waits once, before its loop (item 0's bulk copy of
+//!   state, which is not produced, is issued before it); the state role
+//!   triggers after the produced reads of its last item (or at entry).
+//!
+//! Phases: every wait sits in the role's runtime loop, so the compiler
+//! carries the parities (no hand-kept phase bits).
+
+use crate::config::{GateMode, KdaConfig};
+use crate::kernel::{decay, occupancy, output_position};
+use kda::cluster_kernel;
+use kda::dsl::Elem;
+use kda_std::{RequestSlots, conv_silu, request_slots, row_dot, sigmoid};
+
+#[cluster_kernel(block = 160, cluster = cfg.cluster(), min_blocks = occupancy(cfg), early = cfg.early())]
+pub fn kda_split_persistent<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
+    #[comptime] cfg: &KdaConfig,
+    #[produced] x: Tensor<bf16, rows, { 3 * cfg.dim() }>,
+    weights: Tensor<W, 3, 4, { cfg.dim() }>,
+    bias: Tensor<Bi, { 3 * cfg.dim() }>,
+    #[strides(_, _, _)] conv_state: Tensor<bf16, cache, { 3 * cfg.dim() }, conv_width>,
+    #[produced]
+    #[align(16)]
+    raw_gate: Tensor<bf16, rows, 128>,
+    #[produced] beta: Tensor<Be, rows, { cfg.heads }>,
+    a_log: Tensor<f32, { cfg.heads }>,
+    dt_bias: Tensor<f32, { cfg.dim() }>,
+    #[when(cfg.tokens == 1)] slots: Tensor<i32, requests>,
+    #[when(cfg.tokens > 1)] slot_table: Tensor<i32, requests, slot_width>,
+    #[align(16)]
+    #[strides(_, _, { cfg.staged().then_some(128) }, 1)]
+    state: Tensor<f32, cache, { cfg.heads }, 128, 128>,
+    output: Tensor<bf16, rows, { cfg.dim() }>,
+    #[produced] gate: Tensor<G, rows, { cfg.dim() }>,
+    norm_weight: Tensor<N, 128>,
+    lower_bound: f32,
+    scale: f32,
+    eps: f32,
+    #[align(16)] f_b_weight: Tensor<bf16, { cfg.dim() }, 128>,
+    #[when(cfg.tokens > 1)] accepted: Tensor<i32, requests>,
+    num_requests: u32,
+) {
+    let (t_n, c_n, rows, lanes) = (cfg.tokens, cfg.cluster(), cfg.rows(), cfg.lanes());
+    let (chunks, groups, passes) = (cfg.chunks() as usize, cfg.groups(), cfg.passes() as usize);
+    let (dim, fast) = (cfg.dim() as u32, cfg.fast_math());
+    let state_role = role!(0..128);
+    let gate_role = role!(128..160);
+    if cfg.trigger_at_entry() {
+        pdl_trigger();
+    }
+    let partition = cluster_rank();
+    let value_base = partition * rows;
+    // This cluster's items: first, first + step, .. below num_requests · H.
+    let (first, step) = (block_idx(0) / c_n, grid_dim(0) / c_n);
+    let work = num_requests * cfg.heads;
+    let mine = (work + step - 1 - first) / step;
+    let item = |i: Val<u32>| {
+        let w = first + i * step;
+        (w / cfg.heads, w % cfg.heads)
+    };
+
+    let owned = t_n.div_ceil(c_n);
+    let out_full = mbarrier!(arrivals = 1, tx = 512, roles = [state_role], count = owned);
+    let decay_full = mbarrier!(
+        arrivals = 1,
+        tx = 512 * t_n,
+        roles = [state_role, gate_role]
+    );
+    let decays = shared!([f32; t_n, 128], guard = decay_full, roles = [state_role, gate_role]);
+    // The state ring's barriers are declared in every configuration (unused
+    // unstaged): a ring reached through an `Option` alias cannot be indexed
+    // by stage (`full[s]`), the macro rewrites that on declared names only.
+    let state_full = mbarrier!(
+        arrivals = 1,
+        tx = rows * 512,
+        roles = [state_role],
+        count = 2
+    );
+    let state_empty = mbarrier!(arrivals = 128, roles = [state_role], count = 2, released);
+    let staged = cfg.staged().then(|| {
+        shared!(
+            [f32; 2, rows, 128],
+            align = 128,
+            guard = state_full,
+            roles = [state_role]
+        )
+    });
+    let gate_rows = cfg
+        .gate_staged()
+        .then(|| shared!([u32; rows / 2, 32, 4], align = 128));
+    let (q, k) = (shared!([f32; t_n, 128]), shared!([f32; t_n, 128]));
+    let (v, out) = (shared!([f32; t_n, rows]), shared!([f32; owned, 128]));
+    let reductions = shared!([f32; t_n, 8]);
+
+    in_role!(state_role, {
+        let tid = thread_idx();
+        if tid == 0 {
+            for (n, bar) in out_full.iter().enumerate() {
+                if partition + n as u32 * c_n < t_n {
+                    bar.init();
+                }
+            }
+            decay_full.init();
+            if staged.is_some() {
+                for s in 0..2 {
+                    state_full[s].init();
+                    state_empty[s].init();
+                }
+            }
+        }
+        fence_mbarrier_init();
+        cluster_arrive_relaxed();
+        cluster_wait();
+        let (lane, warp) = (tid & 31, tid >> 5);
+        let group = tid >> lanes.trailing_zeros();
+        let group_lane = tid & (lanes - 1);
+        // Pass p covers value rows p·groups + group; the last pass may run
+        // past `rows`: its threads use a clamped row and are masked.
+        let row: Vec<Val<u32>> = (0..passes as u32).map(|p| group + p * groups).collect();
+        let safe_row: Vec<Val<u32>> = row.iter().map(|&r| r & (rows - 1)).collect();
+        let column = |j: usize| (group_lane + lanes * j as u32) * 4;
+        // Staged: copy item `i`'s state rows into stage `i % 2` (its
+        // `state_empty` wait comes first; padding items copy nothing).
+        let copy_rows = |i: Val<u32>| {
+            if let Some(staged) = staged {
+                let s = i % 2;
+                let (request, head) = item(i);
+                let read = request_slots(t_n, request, slots, slot_table, accepted).read;
+                if read > 0 {
+                    if tid == 0 {
+                        state_full[s].arm();
+                        let (bytes, evict) = (rows * 512, cfg.schedule.evict);
+                        bulk_copy!(
+                            staged[[s, 0, 0]] = state[[read, head, value_base, 0]],
+                            bytes = bytes,
+                            completes = state_full[s],
+                            evict_first = evict
+                        );
+                    }
+                }
+            }
+        };
+        if staged.is_some() {
+            // Released: passes at once (item 0 takes stage 0 first).
+            state_empty[0].wait();
+            if mine > 0 {
+                copy_rows(val::<u32>(0));
+            }
+        }
+        pdl_wait();
+        for i in range(0, mine) {
+            let (request, head) = item(i);
+            let stage = i % 2;
+            let token_row = |tok: u32| request * t_n + tok;
+            let RequestSlots {
+                read,
+                conv: conv_slot,
+                offset,
+                writes,
+            } = request_slots(t_n, request, slots, slot_table, accepted);
+            // The next item's rows load while this one computes and stores.
+            if staged.is_some() {
+                if i + 1 < mine {
+                    state_empty[(i + 1) % 2].wait();
+                    copy_rows(i + 1);
+                }
+            }
+            if read <= 0 {
+                // Padding: CTA 0 zeroes the outputs; nothing else is written.
+                if partition == 0 {
+                    for tok in 0..t_n {
+                        output[[token_row(tok), head * 128 + tid]] = val::<bf16>(0.0);
+                    }
+                }
+                if staged.is_some() {
+                    state_empty[stage].arrive();
+                }
+                if !cfg.trigger_at_entry() {
+                    if i + 1 == mine {
+                        pdl_trigger();
+                    }
+                }
+            } else {
+                // Arm this item's barriers, then the cluster barrier: past it
+                // every CTA has armed and finished the previous item.
+                if tid == 0 {
+                    for (n, bar) in out_full.iter().enumerate() {
+                        if partition + n as u32 * c_n < t_n {
+                            bar.arm();
+                        }
+                    }
+                    decay_full.arm();
+                }
+                cluster_arrive();
+                cluster_wait();
+                // q, k, v and the reductions are rewritten below: every state
+                // thread has finished reading the previous item's (the
+                // scheduler may sink the cluster wait to the first send).
+                bar_sync(1, 128);
+                let qk_channel = head * 128 + tid;
+                let v_channel = head * 128 + value_base + (tid & (rows - 1));
+                let channel =
+                    |s: usize| (if s == 2 { v_channel } else { qk_channel }) + s as u32 * dim;
+
+                // ---- ready loads: state rows (staged: copied ahead), conv taps, weights
+                let mut history = regs!([f32; passes, chunks, 4]);
+                if staged.is_none() {
+                    for p in 0..passes {
+                        for j in 0..chunks {
+                            let v4 = state.load4([read, head, value_base + safe_row[p], column(j)]);
+                            for e in 0..4 {
+                                history[[p, j, e]] = v4.lane(e);
+                            }
+                        }
+                    }
+                }
+                let (mut taps, mut coeff, mut acc) =
+                    (regs!([bf16; 3, 3]), regs!([W; 3, 4]), regs!([f32; 3]));
+                for s in 0..3 {
+                    for t in 0..3 {
+                        taps[[s, t]] = conv_state[[conv_slot, channel(s), offset + t]];
+                    }
+                    for i in 0..4 {
+                        coeff[[s, i]] = weights[[s, i, channel(s) - s as u32 * dim]];
+                    }
+                    acc[s] = if cfg.has_bias {
+                        bias[channel(s)].cast::<f32>().val()
+                    } else {
+                        val(0.0)
+                    };
+                }
+                let nw = norm_weight[tid];
+
+                // ---- produced loads: this item's activations
+                let (mut inputs, mut betas, mut gates) =
+                    (regs!([bf16; t_n, 3]), Vec::new(), Vec::new());
+                for tok in 0..t_n as usize {
+                    let r = token_row(tok as u32);
+                    for s in 0..3 {
+                        inputs[[tok, s]] = x[[r, channel(s)]];
+                    }
+                    betas.push(beta[[r, head]]);
+                    gates.push(gate[[r, qk_channel]]);
+                }
+                if !cfg.trigger_at_entry() {
+                    // After the last produced read of this CTA's last item.
+                    if i + 1 == mine {
+                        pdl_trigger();
+                    }
+                }
+
+                // ---- conv (bias, then taps oldest first) and SiLU; q, k, v shared
+                let mut act = regs!([f32; t_n, 3]);
+                for tok in 0..t_n as usize {
+                    for s in 0..3 {
+                        act[[tok, s]] = conv_silu(acc[s], &taps, &inputs, &coeff, s, tok, fast);
+                    }
+                    q[[tok, tid]] = act[[tok, 0]];
+                    k[[tok, tid]] = act[[tok, 1]];
+                }
+                let betas: Vec<_> = betas
+                    .iter()
+                    .map(|b| sigmoid(b.cast::<f32>().val(), fast))
+                    .collect();
+                let gates: Vec<_> = gates
+                    .iter()
+                    .map(|g| sigmoid(g.cast::<f32>().val(), fast))
+                    .collect();
+                if tid < rows {
+                    for tok in 0..t_n as usize {
+                        v[[tok, tid]] = act[[tok, 2]];
+                    }
+                }
+                // Per-warp partial sums of q² and k², combined per token below.
+                let squares: Vec<_> = (0..t_n as usize)
+                    .map(|t| [0, 1].map(|s| warp_sum(act[[t, s]] * act[[t, s]], 32)))
+                    .collect();
+                if lane == 0 {
+                    for (tok, sq) in squares.iter().enumerate() {
+                        reductions[[tok, warp]] = sq[0];
+                        reductions[[tok, warp + 4]] = sq[1];
+                    }
+                }
+                bar_sync(1, 128);
+
+                // ---- per token: operands, then the delta rule in waves of passes
+                for tok in 0..t_n as usize {
+                    let r = |i: usize| reductions[[tok, i]];
+                    let norm =
+                        |o| (((r(o) + r(o + 2)) + (r(o + 1) + r(o + 3))) + 1.0e-6).fast_rsqrt();
+                    let (fq, fk) = (norm(0) * scale, norm(4));
+                    let (mut qr, mut kr, mut dk) = (
+                        regs!([f32; chunks, 4]),
+                        regs!([f32; chunks, 4]),
+                        regs!([f32; chunks, 4]),
+                    );
+                    for j in 0..chunks {
+                        let (q4, k4) = (
+                            q.load4([tok, column(j)]).lanes(),
+                            k.load4([tok, column(j)]).lanes(),
+                        );
+                        for e in 0..4 {
+                            qr[[j, e]] = q4[e] * fq;
+                            kr[[j, e]] = k4[e] * fk;
+                        }
+                    }
+                    if tok == 0 {
+                        decay_full.wait();
+                    }
+                    for j in 0..chunks {
+                        let d4 = decays.load4([tok, column(j)]).lanes();
+                        for e in 0..4 {
+                            dk[[j, e]] = d4[e];
+                        }
+                    }
+                    if staged.is_some() {
+                        state_full[stage].wait();
+                    }
+                    let (owner, slot) = (tok as u32 % c_n, tok / c_n as usize);
+                    let wave = cfg.wave() as usize;
+                    for start in (0..passes).step_by(wave) {
+                        let span = start..(start + wave).min(passes);
+                        if let Some(staged) = staged {
+                            for p in span.clone() {
+                                for j in 0..chunks {
+                                    let v4 = staged.load4([stage, safe_row[p], column(j)]);
+                                    for e in 0..4 {
+                                        history[[p, j, e]] = v4.lane(e);
+                                    }
+                                }
+                            }
+                        }
+                        // decay, then u = S·k̂ summed over the row's lanes
+                        let mut dots = Vec::new();
+                        for p in span.clone() {
+                            for j in 0..chunks {
+                                for e in 0..4 {
+                                    history[[p, j, e]] *= dk[[j, e]];
+                                }
+                            }
+                            dots.push(warp_sum(row_dot(&history, &kr, p, fast), lanes));
+                        }
+                        // δ = (v − u)·β; S += δ k̂ᵀ; o = S·q̂
+                        let mut outs = Vec::new();
+                        for (n, p) in span.clone().enumerate() {
+                            let delta = (v[[tok, safe_row[p]]] - dots[n]) * betas[tok];
+                            for j in 0..chunks {
+                                for e in 0..4 {
+                                    history[[p, j, e]] =
+                                        fma_with(kr[[j, e]], delta, history[[p, j, e]], fast);
+                                }
+                            }
+                            outs.push(warp_sum(row_dot(&history, &qr, p, fast), lanes));
+                        }
+                        // o rows to the token's owner; the new state rows to memory
+                        for (n, p) in span.clone().enumerate() {
+                            let masked = (p as u32 + 1) * groups > rows;
+                            let valid = row[p] < rows;
+                            let leader = group_lane == 0;
+                            let o = outs[n];
+                            if if masked { leader & valid } else { leader } {
+                                let pos = output_position(value_base + row[p]);
+                                send!(out[[slot, pos]] = o, to = owner, completes = out_full[slot]);
+                            }
+                            let write = writes[tok];
+                            let live = if t_n > 1 { Some(write > 0) } else { None };
+                            let pred = match (masked, live) {
+                                (false, None) => None,
+                                (true, None) => Some(valid),
+                                (false, Some(l)) => Some(l),
+                                (true, Some(l)) => Some(valid & l),
+                            };
+                            let target = if cfg.schedule.evict {
+                                state.evict_first()
+                            } else {
+                                state
+                            };
+                            for j in 0..chunks {
+                                let idx = [
+                                    ix(write),
+                                    ix(head),
+                                    ix(value_base + safe_row[p]),
+                                    ix(column(j)),
+                                ];
+                                let h4 = pack([0, 1, 2, 3].map(|e| history[[p, j, e]]));
+                                match pred {
+                                    Some(ok) => target.store_if(idx, h4, ok),
+                                    None => target.store(idx, h4),
+                                }
+                            }
+                        }
+                    }
+                }
+
+                // The stage is read: the copy two items on may refill it.
+                if staged.is_some() {
+                    state_empty[stage].arrive();
+                }
+
+                // ---- conv state: [tap 1, tap 2, inputs..] of the v rows here, of
+                // q and k by the owner of token 0 (CTA 0)
+                let window = |s: usize| {
+                    let mut w = vec![taps[[s, 1]], taps[[s, 2]]];
+                    w.extend((0..t_n as usize).map(|t| inputs[[t, s]]));
+                    w
+                };
+                let v_window = window(2);
+                if tid < rows {
+                    for (i, &xv) in v_window.iter().enumerate() {
+                        conv_state[[conv_slot, channel(2), i]] = xv;
+                    }
+                }
+
+                // ---- gated RMSNorm of the tokens this CTA owns
+                let nw = nw.cast::<f32>().val();
+                for tok in 0..t_n {
+                    let slot = (tok / c_n) as usize;
+                    let windows: Vec<_> = if tok == 0 {
+                        (0..2).map(window).collect()
+                    } else {
+                        vec![]
+                    };
+                    if partition == tok % c_n {
+                        out_full[slot].wait();
+                        let raw = out[[slot, output_position(tid)]];
+                        let mut sums = Vec::new();
+                        for g in 0..4 {
+                            let sq = out
+                                .load4([slot, (lane & 7) * 16 + 4 * g])
+                                .lanes()
+                                .map(|o| o * o);
+                            sums.push(warp_sum((sq[0] + sq[2]) + (sq[1] + sq[3]), 8));
+                        }
+                        let sumsq = (sums[0] + sums[2]) + (sums[1] + sums[3]);
+                        let rstd = (sumsq * (1.0 / 128.0) + eps).fast_rsqrt();
+                        let y = raw * rstd * nw * gates[tok as usize];
+                        output[[token_row(tok), qk_channel]] = y.cast::<bf16>();
+                        for (s, w) in windows.iter().enumerate() {
+                            for (i, &xv) in w.iter().enumerate() {
+                                conv_state[[conv_slot, channel(s), i]] = xv;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+
+    in_role!(gate_role, {
+        let lane = thread_idx() & 31;
+        cluster_arrive_relaxed();
+        cluster_wait();
+        pdl_wait();
+        for i in range(0, mine) {
+            let (request, head) = item(i);
+            let token_row = |tok: u32| request * t_n + tok;
+            let read = request_slots(t_n, request, slots, slot_table, accepted).read;
+            if read > 0 {
+                cluster_arrive();
+                cluster_wait();
+                let a = a_log[head].fast_exp();
+                let feature_base = head * 128 + value_base;
+                let decay_of = |raw: Val<f32>, dt: Val<f32>| decay(raw, dt, a, lower_bound, fast);
+
+                // T = 1: each lane sends one float4 of decays (packet `lane % (rows/4)`)
+                // to CTA `lane / (rows/4)`, gathered from the lanes that computed
+                // them: feature f is in lane 4(f & 7) + 2(f >> 4) + ((f >> 3) & 1)
+                // (mma layout) or lane f (mode 2); decays[r] covers features 32r...
+                let multicast = |ds: &[Val<f32>]| {
+                    let packet = lane & (rows / 4 - 1);
+                    let destination = lane >> (rows / 4).trailing_zeros();
+                    let values = [0, 1, 2, 3].map(|e| {
+                        let f = (packet * 4 + e) & 31;
+                        let src = match cfg.gate_mode {
+                            GateMode::Fma => f,
+                            _ => ((f & 7) * 4) | ((f >> 4) * 2) | ((f >> 3) & 1),
+                        };
+                        let shuffled: Vec<_> = ds.iter().map(|&d| shfl_idx(d, src)).collect();
+                        let mut value = shuffled[0];
+                        for (r, &s) in shuffled.iter().enumerate().skip(1) {
+                            value = select((packet >> 3) == r as u32, s, value);
+                        }
+                        value
+                    });
+                    let [v0, v1, v2, v3] = values;
+                    send!(
+                        decays[value_base + packet * 4] = [v0, v1, v2, v3],
+                        to = destination,
+                        completes = decay_full
+                    );
+                };
+
+                if cfg.gate_mode == GateMode::Fma {
+                    // Mode 2: lane l computes feature l mod rows as sixteen chains of
+                    // eight FMAs over k = 8i..8i+7, summed in a butterfly.
+                    let row = feature_base + (lane & (rows - 1));
+                    let w: Vec<_> = (0..16)
+                        .map(|i| f_b_weight.load8([row, 8 * i]).lanes())
+                        .collect();
+                    let dt = dt_bias[row];
+                    let mut partial = Vec::new();
+                    for i in 0..16 {
+                        let (a0, a1) = (
+                            raw_gate.load4([request, 8 * i]).lanes(),
+                            raw_gate.load4([request, 8 * i + 4]).lanes(),
+                        );
+                        let mut acc = val::<f32>(0.0);
+                        for e in 0..8 {
+                            let xe = if e < 4 { a0[e] } else { a1[e - 4] };
+                            acc = fma(xe.cast::<f32>(), w[i as usize][e].cast::<f32>(), acc);
+                        }
+                        partial.push(acc);
+                    }
+                    for shift in (0..4).rev() {
+                        for i in 0..(1usize << shift) {
+                            partial[i] = partial[i] + partial[i | (1 << shift)];
+                        }
+                    }
+                    multicast(&[decay_of(partial[0], dt)]);
+                } else {
+                    // Modes 0/1: F_B rows (16 features per tile) × activation
+                    // columns with mma.m16n8k16, one chain (mode 0) or four (mode 1).
+                    let tiles = (rows / 16) as usize;
+                    let (g, qd) = (lane >> 2, lane & 3);
+                    let wide = rows >= 64;
+                    let row_of =
+                        |tile: usize, half: u32| feature_base + g + 16 * tile as u32 + 8 * half;
+                    // A fragments of chunks 2c, 2c + 1 from 16 bytes of rows r, r + 8
+                    let split = |l: Val<[u32; 4]>, h: Val<[u32; 4]>| {
+                        let (l, h) = (l.lanes(), h.lanes());
+                        [[l[0], h[0], l[1], h[1]], [l[2], h[2], l[3], h[3]]]
+                    };
+                    let mut af: Vec<Vec<[Val<u32>; 4]>> = vec![Vec::new(); tiles];
+                    if let Some(staging) = gate_rows {
+                        // Early 3: each lane cp.asyncs its own 16-byte operands now.
+                        for tile in 0..tiles {
+                            for (chunk, half) in (0..4u32).flat_map(|c| [(c, 0), (c, 1)]) {
+                                let copy = (tile as u32 * 4 + chunk) * 2 + half;
+                                let src = [row_of(tile, half), qd * 8 + 32 * chunk];
+                                cp_async!(staging[[copy, lane, 0]] = f_b_weight[src]);
+                            }
+                        }
+                        cp_async_commit();
+                    } else {
+                        for (tile, at) in af.iter_mut().enumerate() {
+                            for chunk in 0..(if wide { 4 } else { 8 }) {
+                                if wide {
+                                    let col = qd * 8 + 32 * chunk;
+                                    let low = f_b_weight.load8([row_of(tile, 0), col]).bitcast();
+                                    let high = f_b_weight.load8([row_of(tile, 1), col]).bitcast();
+                                    at.extend(split(low, high));
+                                } else {
+                                    let col = qd * 4 + 16 * chunk;
+                                    let l = f_b_weight
+                                        .load4([row_of(tile, 0), col])
+                                        .bitcast::<[u32; 2]>()
+                                        .lanes();
+                                    let h = f_b_weight
+                                        .load4([row_of(tile, 1), col])
+                                        .bitcast::<[u32; 2]>()
+                                        .lanes();
+                                    at.push([l[0], h[0], l[1], h[1]]);
+                                }
+                            }
+                        }
+                    }
+                    // B fragments: column g is token g % T of this request.
+                    let token = if t_n > 1 {
+                        token_row(0) + g % t_n
+                    } else {
+                        request
+                    };
+                    let bfrag: Vec<[Val<u32>; 2]> = if wide {
+                        let pairs: Vec<_> = (0..4)
+                            .map(|c| {
+                                raw_gate
+                                    .load8([token, qd * 8 + 32 * c])
+                                    .bitcast::<[u32; 4]>()
+                                    .lanes()
+                            })
+                            .collect();
+                        (0..8)
+                            .map(|c| [pairs[c / 2][2 * (c % 2)], pairs[c / 2][2 * (c % 2) + 1]])
+                            .collect()
+                    } else {
+                        (0..8)
+                            .map(|c| {
+                                raw_gate
+                                    .load4([token, qd * 4 + 16 * c])
+                                    .bitcast::<[u32; 2]>()
+                                    .lanes()
+                            })
+                            .collect()
+                    };
+                    if let Some(staging) = gate_rows {
+                        cp_async_wait(0);
+                        for (tile, at) in af.iter_mut().enumerate() {
+                            for chunk in 0..4u32 {
+                                let copy = (tile as u32 * 4 + chunk) * 2;
+                                at.extend(split(
+                                    staging.load4([copy, lane, 0]),
+                                    staging.load4([copy + 1, lane, 0]),
+                                ));
+                            }
+                        }
+                    }
+                    let chains = if cfg.gate_mode == GateMode::MmaChains {
+                        4
+                    } else {
+                        1
+                    };
+                    let zero = val::<f32>(0.0);
+                    let mut acc = vec![vec![pack([zero; 4]); tiles]; chains];
+                    for chunk in 0..8 {
+                        let (chain, bv) = (chunk * chains / 8, pack(bfrag[chunk]));
+                        for tile in 0..tiles {
+                            acc[chain][tile] = mma(pack(af[tile][chunk]), bv, acc[chain][tile]);
+                        }
+                    }
+                    // The raw gate of one D element, summed over chains ((c0+c1)+c2)+c3.
+                    let raw = |tile: usize, e: usize| {
+                        let mut r = acc[0][tile].lane(e);
+                        for c in acc.iter().skip(1) {
+                            r += c[tile].lane(e);
+                        }
+                        r
+                    };
+                    if t_n == 1 {
+                        // Lane (g, q) owns features 32r + 16(q >> 1) + g + 8(q & 1).
+                        let (hi, lo) = ((qd >> 1) != 0, (qd & 1) != 0);
+                        let feature = (qd >> 1) * 16 + g + (qd & 1) * 8;
+                        let ds: Vec<_> = (0..(rows / 32).max(1) as usize)
+                            .map(|r| {
+                                let mut value = select(lo, raw(2 * r, 2), raw(2 * r, 0));
+                                if tiles > 2 * r + 1 {
+                                    value = select(
+                                        hi,
+                                        select(lo, raw(2 * r + 1, 2), raw(2 * r + 1, 0)),
+                                        value,
+                                    );
+                                }
+                                let f = (feature + 32 * r as u32) & (rows - 1);
+                                decay_of(value, dt_bias[feature_base + f])
+                            })
+                            .collect();
+                        multicast(&ds);
+                    } else {
+                        // T > 1: lane (g, q) holds tokens 2q, 2q + 1 of features
+                        // 16·tile + g (+8): one 4-byte send per decay and CTA.
+                        for i in 0..(rows / 8) as usize {
+                            let (tile, half) = (i / 2, (i % 2) as u32);
+                            let f = g + 16 * tile as u32 + 8 * half;
+                            let dt = dt_bias[feature_base + f];
+                            for column in 0..2u32 {
+                                let d = decay_of(raw(tile, (2 * half + column) as usize), dt);
+                                let token = qd * 2 + column;
+                                if token < t_n {
+                                    send!(
+                                        decays[token * 128 + value_base + f] = d,
+                                        to = all,
+                                        completes = decay_full
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
