@@ -61,8 +61,8 @@ pub const MATRIX: &[Point] = &[
     p(6, 3, 8, 1, true, [1, 16, 1, 2, 0]),
 ];
 
-/// Points run with the persistent schedule (the same entries plus a sixth,
-/// 1) on a simulated machine holding the given number of clusters, fewer
+/// Points run with the persistent schedule (the same entries plus a sixth
+/// entry of 1) on a simulated machine holding the given number of clusters, fewer
 /// than the (request, head) items, so every cluster loops, some an odd
 /// number of times: both staged T = 1 paths (the bulk-copy ring) at C = 2
 /// and C = 1, registers at T = 1 and T > 1, gate mode 2, padding requests
