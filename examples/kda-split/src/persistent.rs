@@ -3,7 +3,7 @@
 //! clusters as fit at once) and each cluster of C CTAs loops over the work
 //! items `w = request · H + head`, cluster `c` of `n` taking `c, c + n, ..`
 //! of the `num_requests · H` items. Per item it does exactly what
-//! [`kda_split`](crate::kernel::kda_split) does for its one (head,
+//! [`kda_split`](fn@crate::kernel::kda_split) does for its one (head,
 //! request); the per-item code is the same, only the item's coordinates
 //! come from the loop.
 //!
