@@ -900,7 +900,7 @@ impl Sig<'_, '_> {
         if bytes > bd.bytes() {
             let msg = if matches!(self.cx.k.insts[self.i].op, Op::BulkStore { .. }) {
                 format!(
-                    "`{m}` stores {bytes} bytes from {} into {}, but the buffer holds {}",
+                    "`{m}` stores {bytes} bytes from {} into {}, but the buffer holds {} bytes",
                     self.cx.buffer(b),
                     self.cx.tensor(t),
                     bd.size()
