@@ -11,6 +11,20 @@
 #![allow(dead_code)] // the twins' own `main`s are not called here
 
 #[allow(clippy::all)]
+mod bulk_store_source_x_next_iteration {
+    pub(super) fn build() -> kda::ir::Kernel {
+        stream()
+    }
+    include!("ui/bulk-store-source/pass/next-iteration.rs");
+}
+#[allow(clippy::all)]
+mod bulk_store_source_x_rewrite_before_wait {
+    pub(super) fn build() -> kda::ir::Kernel {
+        stage_out()
+    }
+    include!("ui/bulk-store-source/pass/rewrite-before-wait.rs");
+}
+#[allow(clippy::all)]
 mod divergent_collective_x_closure_call {
     pub(super) fn build() -> kda::ir::Kernel {
         rows()
@@ -343,6 +357,14 @@ fn smoke(dev: &SimDevice, k: &Kernel) -> Result<(), RuntimeError> {
 fn every_legal_twin_is_race_free_on_the_simulator() {
     let kernels: Vec<(&str, Kernel)> = vec![
         (
+            "tests/ui/bulk-store-source/pass/next-iteration.rs",
+            bulk_store_source_x_next_iteration::build(),
+        ),
+        (
+            "tests/ui/bulk-store-source/pass/rewrite-before-wait.rs",
+            bulk_store_source_x_rewrite_before_wait::build(),
+        ),
+        (
             "tests/ui/divergent-collective/pass/closure-call.rs",
             divergent_collective_x_closure_call::build(),
         ),
@@ -533,7 +555,9 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
             });
             match smoke(&dev, k) {
                 Ok(()) => ran += 1,
-                Err(RuntimeError::Sim(e @ (SimError::Race(_) | SimError::AtExit(_)))) => {
+                Err(RuntimeError::Sim(
+                    e @ (SimError::Race(_) | SimError::GlobalRace(_) | SimError::AtExit(_)),
+                )) => {
                     races.push(format!(
                         "{file} (seed {seed:?}, hold-back {hold_back}): {e}"
                     ));

@@ -906,9 +906,9 @@ fn check_bulk_source_rewrite(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
                 w.span,
                 format!(
                     "`{buf}` is written while the `bulk_store!` from it at line {} may still be reading it: a bulk \
-                     store reads its source asynchronously; on the storing threads, `bulk_commit()` and then \
-                     `bulk_wait_read(n)` (or `bulk_wait(n)`) between the store and this write, so that the store \
-                     has read the buffer before it changes",
+                     store reads its source asynchronously, so between the store and this write the storing \
+                     threads commit it (`bulk_commit()`) and wait for the read (`bulk_wait_read(n)`, or \
+                     `bulk_wait(n)`)",
                     line(st.span)
                 ),
             );
