@@ -62,6 +62,7 @@
 //!   an integer destination cta; `cp.async` copies 16 bytes, `cp.async.bulk`
 //!   a positive multiple of 16 bytes, into a 16-byte aligned buffer from a
 //!   16-byte aligned tensor, and no more than the buffer holds;
+//!   `cp.async.bulk.store` likewise from the buffer into a writable tensor;
 //! * `shfl`: a 32-bit value and an integer lane or mask, result the value's
 //!   type; `elect`: bool; `mma.m16n8k16`: a u32x4, b u32x2, c f32x4 -> f32x4;
 //! * `mbarrier.arrive.expect_tx`: 1 to 2^20 - 1 bytes; `bar.sync`: id below
@@ -93,9 +94,10 @@
 //! * no two roles overlap;
 //! * a `role` region is not nested in the region of a different role;
 //! * an op that touches a buffer (`ld.shared`, `st.shared`, `st.async`,
-//!   `cp.async`, `cp.async.bulk`) or a barrier (`mbarrier.*`, `st.async`,
-//!   `cp.async.bulk`) declared with a non-empty `roles` list runs inside a
-//!   `role` region of one of those roles (the innermost one).
+//!   `cp.async`, `cp.async.bulk`, `cp.async.bulk.store`) or a barrier
+//!   (`mbarrier.*`, `st.async`, `cp.async.bulk`) declared with a non-empty
+//!   `roles` list runs inside a `role` region of one of those roles (the
+//!   innermost one).
 //!
 //! # Register budgets (`regs.rs`)
 //!
@@ -157,8 +159,11 @@
 //!
 //! * reading a `produced` tensor (`ld.global`, `cp.async`, `cp.async.bulk`)
 //!   is dominated by a `pdl.wait`;
-//! * `ld.shared` of a buffer with a guard barrier is dominated by an
-//!   `mbarrier.wait` on that barrier;
+//! * `ld.shared` (or a `cp.async.bulk.store` reading) a buffer with a guard
+//!   barrier is dominated by an `mbarrier.wait` on that barrier;
+//! * no `st.shared` into a bulk store's source reaches the
+//!   `cp.async.bulk.store` (in program order, or around a loop enclosing
+//!   both, on the same threads) without a `fence.proxy.async` between them;
 //! * `st.async` targets a barrier that some `mbarrier.init` initialises, and
 //!   is dominated by a `cluster.wait` that comes after (in layout order) the
 //!   first `mbarrier.init` of that barrier: the peer's barrier may not exist
@@ -173,16 +178,17 @@
 //!
 //! # Bounds (`bounds.rs`)
 //!
-//! * an `ld.shared`, `st.shared`, `st.async`, `cp.async` or `cp.async.bulk`
-//!   whose element index has a range provable from constants, `tid` (its
-//!   role's threads), `laneid`, the cluster rank, constant `for` loops and
-//!   `+ - * << >> / % & min max cvt` of those (narrowed by enclosing `if`
-//!   comparisons with constants) stays inside its buffer, counting the
-//!   value's lanes or the copy's bytes; `st.async` sends to a rank below
-//!   the cluster size; a `cp.async.bulk` from a tensor with constant extents
-//!   and strides reads no element past the tensor's last. Reported when
-//!   both ends of the range are reached by some thread or iteration, or
-//!   when no part of it lies inside; over-approximated ranges are left to
+//! * an `ld.shared`, `st.shared`, `st.async`, `cp.async`, `cp.async.bulk`
+//!   or `cp.async.bulk.store` whose element index has a range provable from
+//!   constants, `tid` (its role's threads), `laneid`, the cluster rank,
+//!   constant `for` loops and `+ - * << >> / % & min max cvt` of those
+//!   (narrowed by enclosing `if` comparisons with constants) stays inside
+//!   its buffer, counting the value's lanes or the copy's bytes; `st.async`
+//!   sends to a rank below the cluster size; a `cp.async.bulk` from (a
+//!   `cp.async.bulk.store` into) a tensor with constant extents and strides
+//!   reads (writes) no element past the tensor's last. Reported when both
+//!   ends of the range are reached by some thread or iteration, or when no
+//!   part of it lies inside; over-approximated ranges are left to
 //!   the simulator.
 
 mod bounds;

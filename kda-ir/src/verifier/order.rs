@@ -62,14 +62,12 @@ fn fences(cx: &mut Ctx) {
     let mut f = Fences {
         cx,
         sources,
-        report: false,
+        report: true,
         reported: BTreeSet::new(),
     };
-    let mut s = FenceState::default();
-    // The first walk reaches every loop's fixed point; the second reports.
-    f.region(k.body, &mut s.clone());
-    f.report = true;
-    f.region(k.body, &mut s);
+    // Each loop is iterated to its fixed point silently, then walked once
+    // more reporting (`Fences::looped`).
+    f.region(k.body, &mut FenceState::default());
 }
 
 /// Unfenced written buffers, here and per role (from the role regions run).
