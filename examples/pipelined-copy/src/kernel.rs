@@ -12,12 +12,18 @@
 //! (`st.shared`), fence it for the async proxy and meet at a named barrier;
 //! then one consumer thread bulk-stores the whole stage to `y` and commits
 //! it as a bulk group. A stage may be refilled only once its store has read
-//! it, so that thread releases stage `s` (one arrival on `empty`) after a
-//! `bulk_wait_read` covering its store. To keep the ring pipelined it waits
-//! for all but the newest group (`bulk_wait_read(1)`) and releases the
-//! previous iteration's stage; with one stage there is no previous stage to
-//! release, so it waits for the store it just issued (`bulk_wait_read(0)`).
-//! The stores still in flight at exit complete on their own. The grid is persistent: CTA `c` of `g` (in clusters
+//! it, so its release waits for that: in the next iteration the storing
+//! thread waits for the read (`bulk_wait_read(0)`, while the others
+//! compute), the named barrier passes that on, and every consumer thread
+//! releases the previous iteration's stage (one arrival per consumer thread
+//! on `empty`, as on the register path, so each thread's own writes of the
+//! stage reach the producer's refill through its own arrival). With one
+//! stage there is no previous stage to release: the storing thread waits
+//! for the read of the store it just issued, a second named barrier passes
+//! that on, and every thread releases the stage. The stores still in
+//! flight at exit complete on their own.
+//!
+//! The grid is persistent: CTA `c` of `g` (in clusters
 //! of two, each CTA with its own ring) handles tiles
 //! `c, c + g, ..` of a runtime tile count, iteration `i` in stage
 //! `i % stages`. The phases of both rings are loop-carried bits the compiler
@@ -94,10 +100,9 @@ pub fn pipelined_copy(
         roles = [producer, consumer],
         count = stages
     );
-    // One release per stage: every consumer thread's, or the storing thread's.
-    let releases = if bulk_out { 1 } else { consumers };
+    // One release per stage by every consumer thread.
     let empty = mbarrier!(
-        arrivals = releases,
+        arrivals = consumers,
         roles = [producer, consumer],
         count = stages,
         released
@@ -144,6 +149,11 @@ pub fn pipelined_copy(
             let s = i % stages;
             let t = first + i * step;
             full[s].wait();
+            if bulk_out && stages > 1 && c == 0 {
+                // The previous iteration's store has read its stage (the
+                // newest group; the barrier below tells the others).
+                bulk_wait_read(0);
+            }
             for j in 0..tile / (4 * consumers) {
                 let col = (j * consumers + c) * 4;
                 let v = ring.load4([s, col]).lanes();
@@ -160,6 +170,9 @@ pub fn pipelined_copy(
                 // The writes, then the async proxy's read of the stage.
                 fence_proxy_async();
                 bar_sync(1, consumers);
+                if stages > 1 && i > 0 {
+                    empty[(i + stages - 1) % stages].arrive();
+                }
                 if c == 0 {
                     bulk_store!(
                         y[[t, 0]] = ring[[s, 0]],
@@ -169,14 +182,11 @@ pub fn pipelined_copy(
                     bulk_commit();
                     if stages == 1 {
                         bulk_wait_read(0);
-                        empty[s].arrive();
-                    } else {
-                        // The previous iteration's store has read its stage.
-                        bulk_wait_read(1);
-                        if i > 0 {
-                            empty[(i + stages - 1) % stages].arrive();
-                        }
                     }
+                }
+                if stages == 1 {
+                    bar_sync(1, consumers);
+                    empty[s].arrive();
                 }
             } else {
                 empty[s].arrive();
