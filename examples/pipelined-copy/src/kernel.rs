@@ -41,7 +41,7 @@ pub const CONSUMERS: u32 = 128;
 // persistent grid comes from `cuOccupancyMaxActiveClusters`, which answered
 // 0 for one-CTA kernels probed without a cluster shape; the runtime now
 // probes those with a shape of 1 (not yet rerun on a GPU).
-/// The comptime choices of one [`pipelined_copy`] kernel.
+/// The comptime choices of one [`pipelined_copy()`] kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Ring {
     /// Stages of the ring (each one tile of shared memory).
