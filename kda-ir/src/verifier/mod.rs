@@ -191,6 +191,7 @@
 //!   part of it lies inside; over-approximated ranges are left to
 //!   the simulator.
 
+mod arrivals;
 mod bounds;
 mod decls;
 mod mbarrier;
@@ -271,6 +272,7 @@ pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
         let uni = uniform::Uniformity::compute(k, layout);
         uniform::check(&mut cx, layout, &uni);
         mbarrier::check(&mut cx, layout, &uni);
+        arrivals::check(&mut cx, layout, &uni);
         order::check(&mut cx, layout);
         bounds::check(&mut cx, layout);
     }
