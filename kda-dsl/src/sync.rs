@@ -6,7 +6,7 @@ use std::fmt;
 use kda_ir::{CachePolicy, Loc};
 
 use super::mem::{IntoIx, Ix, Shared, SharedIndex, Tensor, TensorIndex};
-use super::trace::{emit, lend, structured};
+use super::trace::{emit, emit_at, lend, structured};
 use super::val::{Elem, Operand, Val};
 
 /// A named, warp-aligned range of the block's threads (declared with `role!`).
@@ -415,20 +415,20 @@ fn send_value<T: Elem>(
     to: Dest,
     bar: &Barrier,
 ) {
-    if bar.ring.is_some() {
-        panic!(
-            "kda: `send!` completes a barrier named by a comptime index; a runtime ring element is not supported yet"
-        );
-    }
+    // A runtime ring element (`completes = bars[s]`): element `s` of the
+    // destination CTA's ring.
+    let loc = Loc::caller();
+    let one = |cta: kda_ir::Value| match bar.ring {
+        None => emit_at(&loc, |b| b.st_async(buf.id, e, v, cta, bar.id)),
+        Some((n, at)) => emit_at(&loc, |b| {
+            b.st_async_at(buf.id, e, v, cta, (bar.id, n, at))
+        }),
+    };
     match to {
-        Dest::One(rank) => {
-            let cta = rank.value();
-            emit(|b| b.st_async(buf.id, e, v, cta, bar.id))
-        }
+        Dest::One(rank) => one(rank.value()),
         Dest::All => {
             for rank in 0..super::trace::cluster_size() {
-                let cta = Ix::Const(rank as i64).value();
-                emit(|b| b.st_async(buf.id, e, v, cta, bar.id))
+                one(Ix::Const(rank as i64).value())
             }
         }
     }

@@ -630,8 +630,29 @@ impl Builder {
             Op::StAsync {
                 buffer: buf,
                 barrier: bar,
+                ring: 0,
             },
             &[idx, v, cta],
+        );
+    }
+    /// An `st.async` completing its bytes on element `at` of the ring of
+    /// `ring` barriers from `first` (of CTA `cta`).
+    #[track_caller]
+    pub fn st_async_at(
+        &mut self,
+        buf: Buffer,
+        idx: Value,
+        v: Value,
+        cta: Value,
+        (first, ring, at): (Barrier, u32, Value),
+    ) {
+        self.push0(
+            Op::StAsync {
+                buffer: buf,
+                barrier: first,
+                ring,
+            },
+            &[idx, v, cta, at],
         );
     }
     /// `cp.async.cg` of 16 bytes from `t` at `gidx` (one index per dimension) into

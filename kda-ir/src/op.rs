@@ -386,7 +386,9 @@ op_table! {
     ClusterArrive "cluster.arrive" Relaxed 0 -> 0;
     ClusterWait "cluster.wait" None 0 -> 0;
     BarSync "bar.sync" None 0 -> 0;
-    StAsync "st.async" None 3 -> 0;
+    /// Operands: the shared index, the value, the cta, then the ring index
+    /// when the barrier is an element of a ring.
+    StAsync "st.async" None * -> 0;
     /// Operands: the shared index, then one global index per dimension.
     CpAsync "cp.async" None * -> 0;
     CpAsyncCommit "cp.async.commit" None 0 -> 0;
@@ -626,14 +628,18 @@ pub enum Op {
     },
 
     // ---- DSMEM and async copies
-    /// `idx, value, cta ->`: `st.async` of `value` into `buffer[idx]` of CTA
-    /// `cta` in the cluster, completing `size(value)` transaction bytes on that
-    /// CTA's `barrier`.
+    /// `idx, value, cta [, ring index] ->`: `st.async` of `value` into
+    /// `buffer[idx]` of CTA `cta` in the cluster, completing `size(value)`
+    /// transaction bytes on that CTA's `barrier` (with `ring > 0`, on element
+    /// `index` of the ring from `barrier`).
     StAsync {
         /// The buffer written, at its offset in CTA `cta`'s shared memory.
         buffer: Buffer,
-        /// The mbarrier of CTA `cta` that receives the transaction bytes.
+        /// The mbarrier of CTA `cta` that receives the transaction bytes,
+        /// or the first barrier of its ring.
         barrier: Barrier,
+        /// The ring's length; 0 for a single barrier.
+        ring: u32,
     },
     /// `sidx, gidx0..gidxR ->`: 16-byte `cp.async.cg` global -> shared.
     CpAsync {
@@ -875,9 +881,9 @@ impl Op {
     pub fn barrier(&self) -> Option<(Barrier, u32)> {
         match *self {
             Op::MbarInit { barrier }
-            | Op::MbarWait { barrier, .. }
-            | Op::StAsync { barrier, .. } => Some((barrier, 0)),
+            | Op::MbarWait { barrier, .. } => Some((barrier, 0)),
             Op::MbarArrive { barrier, ring }
+            | Op::StAsync { barrier, ring, .. }
             | Op::MbarArriveExpectTx { barrier, ring, .. }
             | Op::MbarWaitParity { barrier, ring }
             | Op::BulkCopy { barrier, ring, .. } => Some((barrier, ring)),

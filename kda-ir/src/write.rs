@@ -253,12 +253,17 @@ fn write_inst(
             write!(w, "{m} {}, {}", bar_ref(a, *barrier, *ring), at(0))?
         }
         Op::BarSync { id, threads } => write!(w, "{m} {id}, {threads}")?,
-        Op::StAsync { buffer, barrier } => write!(
+        Op::StAsync {
+            buffer,
+            barrier,
+            ring,
+        } => write!(
             w,
-            "{m} {buffer}[{}], {}, cta {}, {barrier}",
+            "{m} {buffer}[{}], {}, cta {}, {}",
             at(0),
             at(1),
-            at(2)
+            at(2),
+            bar_ref(a, *barrier, *ring)
         )?,
         Op::CpAsync { buffer, tensor } => {
             write!(w, "{m} {buffer}[{}], {tensor}{}", at(0), idx(from(1)))?

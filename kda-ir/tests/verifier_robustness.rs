@@ -68,9 +68,10 @@ fn corrupt(k: &mut kda_ir::Kernel, rng: &mut Rng) {
                     tensor: Tensor::new(n),
                     policy,
                 },
-                Op::StAsync { .. } => Op::StAsync {
+                Op::StAsync { ring, .. } => Op::StAsync {
                     buffer: Buffer::new(n),
                     barrier: Barrier::new(rng.below(3)),
+                    ring,
                 },
                 Op::MbarWait { phase, .. } => Op::MbarWait {
                     barrier: Barrier::new(n),

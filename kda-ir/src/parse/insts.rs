@@ -293,10 +293,13 @@ impl Parser {
                 self.keyword("cta")?;
                 args.push(self.value()?);
                 self.expect(',')?;
+                let (barrier, ring, at) = self.bar_ref()?;
+                args.extend(at);
                 (
                     Op::StAsync {
                         buffer,
-                        barrier: self.barrier()?,
+                        barrier,
+                        ring,
                     },
                     args,
                     vec![],

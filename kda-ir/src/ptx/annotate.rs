@@ -77,9 +77,21 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
             format!("{barrier}[{} of {ring}], {}", a[1], a[0])
         }
         Op::BarSync { id, threads } => format!("{id}, {threads}"),
-        Op::StAsync { buffer, barrier } => {
+        Op::StAsync {
+            buffer,
+            barrier,
+            ring: 0,
+        } => {
             format!("{buffer}[{}], {}, cta {}, {barrier}", a[0], a[1], a[2])
         }
+        Op::StAsync {
+            buffer,
+            barrier,
+            ring,
+        } => format!(
+            "{buffer}[{}], {}, cta {}, {barrier}[{} of {ring}]",
+            a[0], a[1], a[2], a[3]
+        ),
         Op::CpAsync { buffer, tensor } => {
             format!("{buffer}[{}], {tensor}[{}]", a[0], list(&a[1..]))
         }

@@ -9,12 +9,20 @@ use crate::types::Scalar;
 
 use super::PtxError;
 use super::emitter::{Bank, Emitter, Reg, brace};
+use super::layout::MBARRIER_BYTES;
 
 impl Emitter<'_> {
     /// `mapa` the local element and barrier addresses to CTA `cta`'s, then
     /// one `st.async` of 4, 8 or 16 bytes (in a one-CTA cluster, a local
-    /// store and a barrier operation instead: see below).
-    pub fn st_async(&mut self, i: Inst, buf: Buffer, bar: Barrier) -> Result<(), PtxError> {
+    /// store and a barrier operation instead: see below). With `at` the
+    /// barrier is element `at` of the ring from `bar`: its local address is
+    /// `base + 8·at` (as for every ring op), mapped like a single barrier's.
+    pub fn st_async(
+        &mut self,
+        i: Inst,
+        buf: Buffer,
+        (bar, at): (Barrier, Option<Reg>),
+    ) -> Result<(), PtxError> {
         let d = &self.k.insts[i];
         let (idx, v, cta) = (d.args[0], d.args[1], d.args[2]);
         let ty = self.k.ty(v);
@@ -33,10 +41,20 @@ impl Emitter<'_> {
             r
         };
         let l_bar = self.new_reg(Bank::B32);
-        self.ins(format!(
-            "add.u32 {l_bar}, {smem}, {}",
-            self.layout.barriers[bar]
-        ));
+        match at {
+            None => self.ins(format!(
+                "add.u32 {l_bar}, {smem}, {}",
+                self.layout.barriers[bar]
+            )),
+            Some(ix) => {
+                let base = self.new_reg(Bank::B32);
+                self.ins(format!("mad.lo.u32 {base}, {ix}, {MBARRIER_BYTES}, {smem}"));
+                self.ins(format!(
+                    "add.u32 {l_bar}, {base}, {}",
+                    self.layout.barriers[bar]
+                ));
+            }
+        }
         let regs = self.regs(v);
         if self.k.launch.cluster == 1 {
             // A one-CTA cluster: `st.async` wants a real cluster (the

@@ -135,7 +135,9 @@ impl<'k> Emitter<'k> {
     /// once: the same phase, completed by the protocol every tool knows
     /// (compute-sanitizer's racecheck does not take `mbarrier.complete_tx`
     /// after a fence as ordering the store before the waiter's reads).
-    /// Barriers that bulk copies complete keep their bytes.
+    /// Barriers that bulk copies complete keep their bytes. A ring a send
+    /// names at run time is one choice for all its elements: it keeps its
+    /// bytes when a bulk copy completes any of them.
     fn sends_arrive(k: &Kernel) -> SecondaryMap<Barrier, bool> {
         let mut by_count = SecondaryMap::new();
         if k.launch.cluster != 1 {
@@ -148,6 +150,18 @@ impl<'k> Emitter<'k> {
             if let Op::BulkCopy { barrier, ring, .. } = k.insts[i].op {
                 for n in 0..ring.max(1) as usize {
                     by_count[Barrier::new(barrier.index() + n)] = false;
+                }
+            }
+        });
+        k.walk(|i, _| {
+            if let Op::StAsync { barrier, ring, .. } = k.insts[i].op
+                && ring > 0
+            {
+                let elems = (0..ring as usize).map(|n| Barrier::new(barrier.index() + n));
+                if elems.clone().any(|e| !by_count[e]) {
+                    for e in elems {
+                        by_count[e] = false;
+                    }
                 }
             }
         });
@@ -347,7 +361,14 @@ impl<'k> Emitter<'k> {
             Op::ClusterArrive { relaxed } => self.cluster_arrive(*relaxed),
             Op::ClusterWait => self.cluster_wait(),
             Op::BarSync { id, threads } => self.bar_sync(*id, *threads),
-            Op::StAsync { buffer, barrier } => self.st_async(i, *buffer, *barrier),
+            Op::StAsync {
+                buffer,
+                barrier,
+                ring,
+            } => {
+                let at = self.ring_at(i, *ring);
+                self.st_async(i, *buffer, (*barrier, at))
+            }
             Op::CpAsync { buffer, tensor } => self.cp_async(i, *buffer, *tensor),
             Op::CpAsyncCommit => self.cp_async_commit(),
             Op::CpAsyncWait(n) => self.cp_async_wait(*n),

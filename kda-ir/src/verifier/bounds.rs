@@ -502,6 +502,7 @@ fn binary(op: BinOp, a: Range, b: Range, (tlo, thi): (i128, i128)) -> Range {
 /// Check every shared and DSMEM access whose index range is known.
 pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
     let k = cx.k;
+    rings(cx, layout);
     for &i in &layout.order {
         let d = &k.insts[i];
         let lanes = |n: usize| d.args.get(n).map_or(1, |&v| i128::from(k.ty(v).lanes));
@@ -601,6 +602,43 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
         }
         if let Op::BulkCopy { tensor, bytes, .. } | Op::BulkStore { tensor, bytes, .. } = d.op {
             bulk_source(cx, layout, i, buffer, tensor, bytes);
+        }
+    }
+}
+
+/// A ring op (`barN[%s of K]`: arrive, expect_tx, parity wait, bulk copy,
+/// `st.async`) names an element below `K`: an index past the ring is
+/// another barrier's (or a buffer's) word.
+fn rings(cx: &mut Ctx, layout: &Layout) {
+    let k = cx.k;
+    for &i in &layout.order {
+        let d = &k.insts[i];
+        let Some((first, ring)) = d.op.barrier() else {
+            continue;
+        };
+        if ring == 0 {
+            continue;
+        }
+        let Some(&s) = d.args.last() else { continue };
+        let mut ev = Eval::at(k, layout, i);
+        let Some(r) = ev.index(s) else { continue };
+        let n = i128::from(ring);
+        if (r.exact && (r.lo < 0 || r.hi >= n)) || r.lo >= n || r.hi < 0 {
+            let at = if r.lo == r.hi {
+                format!("{}", r.lo)
+            } else {
+                format!("{}..={}", r.lo, r.hi)
+            };
+            cx.error(
+                i,
+                format!(
+                    "`{}` names element {at} ({}) of the ring of {ring} mbarriers from {}, past its last element {}: the address base + 8·{at} is another barrier's or a buffer's",
+                    cx.mnemonic(i),
+                    cx.value(s),
+                    cx.barrier(first),
+                    ring - 1
+                ),
+            );
         }
     }
 }

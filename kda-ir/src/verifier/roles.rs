@@ -84,7 +84,9 @@ fn ownership(cx: &mut Ctx, layout: &Layout) {
             | Op::StShared { buffer }
             | Op::CpAsync { buffer, .. }
             | Op::BulkStore { buffer, .. } => (Some(buffer), None),
-            Op::StAsync { buffer, barrier }
+            Op::StAsync {
+                buffer, barrier, ..
+            }
             | Op::BulkCopy {
                 buffer, barrier, ..
             } => (Some(buffer), Some(barrier)),

@@ -485,8 +485,15 @@ impl Sig<'_, '_> {
                     ));
                 }
             }
-            Op::StAsync { buffer, .. } => {
-                if self.arity(3, 0) {
+            Op::StAsync {
+                buffer,
+                barrier,
+                ring,
+            } => {
+                if self.arity(3 + (*ring > 0) as usize, 0) {
+                    if *ring > 0 {
+                        self.ring(*barrier, *ring, a.get(3).copied());
+                    }
                     self.index(a[0]);
                     let x = self.ty(a[1]);
                     if !matches!(x.bytes(), 4 | 8 | 16) || x.elem == Scalar::Bool {

@@ -277,7 +277,9 @@ impl Walk {
             {
                 missing.push(barrier.to_string())
             }
-            Op::StAsync { buffer, barrier } => {
+            Op::StAsync {
+                buffer, barrier, ..
+            } => {
                 if !k.buffers.is_valid(*buffer) {
                     missing.push(buffer.to_string());
                 }

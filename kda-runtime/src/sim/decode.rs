@@ -283,6 +283,8 @@ pub(crate) enum Ins {
         v: u32,
         cta: Idx,
         bytes: u32,
+        /// The ring index, when `bar` is the first element of a ring.
+        ring: Option<Ring>,
     },
     CpAsync {
         sb: ShBuf,
@@ -1054,13 +1056,18 @@ impl<'k> Emit<'k> {
                 }
                 Ins::BarSync { id, threads }
             }
-            Op::StAsync { buffer, barrier } => Ins::StAsync {
+            Op::StAsync {
+                buffer,
+                barrier,
+                ring,
+            } => Ins::StAsync {
                 sb: self.sb(buffer),
                 bar: barrier.as_u32(),
                 idx: self.idx(d.args[0], d)?,
                 v: a(1),
                 cta: self.idx(d.args[2], d)?,
                 bytes: mem_bytes(ta(1))?,
+                ring: self.ring(ring, d)?,
             },
             Op::CpAsync { buffer, tensor } => {
                 check_rank(tensor, d.args.len() - 1)?;

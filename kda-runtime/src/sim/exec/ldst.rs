@@ -154,13 +154,16 @@ pub(super) fn exec(
             v,
             cta: peer,
             bytes,
+            ring,
         } => {
             let nw = (bytes as usize).div_ceil(4);
+            // Ring elements agree in bytes (the verifier checks).
             let declared = k.barriers[kda_ir::Barrier::from_u32(bar)].tx_bytes;
-            // Barriers this instruction completed a phase of: (rank, phase bytes).
-            let mut completed: [(u32, u64); 4] = [(u32::MAX, 0); 4];
+            let first = bar;
+            // Barriers this instruction completed a phase of: (rank, barrier, phase bytes).
+            let mut completed: [(u32, u32, u64); 4] = [(u32::MAX, u32::MAX, 0); 4];
             let mut ncompleted = 0;
-            let mut released = u32::MAX;
+            let mut released = (u32::MAX, u32::MAX);
             let mut m = active;
             while m != 0 {
                 let l = m.trailing_zeros() as usize;
@@ -174,6 +177,7 @@ pub(super) fn exec(
                     });
                 }
                 let r = r as u32;
+                let bar = ring_elem(prog, w, cx, first, ring, l)?;
                 let i = rd_idx(&w.regs, ix, l);
                 let byte =
                     checked_shared(k, sb, r, i, bytes, || site(prog, w, cx, Some(l as u32)))?;
@@ -195,13 +199,16 @@ pub(super) fn exec(
                         };
                         return Err(race_error(prog, w, cx, c, l as u32, kind));
                     }
-                    if released != r {
+                    if released != (r, bar) {
                         cx.race.release_bar(r, bar, gw);
-                        released = r;
+                        released = (r, bar);
                     }
                 }
                 smem_write(&mut cx.ctas[r as usize].smem, byte, bytes, &tmp);
-                if let Some(&(_, done)) = completed[..ncompleted].iter().find(|c| c.0 == r) {
+                if let Some(&(_, _, done)) = completed[..ncompleted]
+                    .iter()
+                    .find(|c| (c.0, c.1) == (r, bar))
+                {
                     let rest = peers_to(&w.regs, peer, m | 1 << l, r) as u64 * bytes as u64;
                     let phase = cx.ctas[r as usize].mbar[bar as usize].phase - 1;
                     return Err(tx_overflow(
@@ -224,7 +231,7 @@ pub(super) fn exec(
                             cx.race.complete_bar(r, bar, done, true);
                         }
                         if ncompleted < completed.len() {
-                            completed[ncompleted] = (r, before);
+                            completed[ncompleted] = (r, bar, before);
                             ncompleted += 1;
                         }
                     }
