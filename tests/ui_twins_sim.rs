@@ -60,6 +60,13 @@ mod guarded_read_x_read_before_wait {
     include!("ui/guarded-read/pass/read-before-wait.rs");
 }
 #[allow(clippy::all)]
+mod guarded_read_x_read_other_stage {
+    pub(super) fn build() -> kda::ir::Kernel {
+        staged(2)
+    }
+    include!("ui/guarded-read/pass/read-other-stage.rs");
+}
+#[allow(clippy::all)]
 mod guarded_read_x_ring_element_guard {
     pub(super) fn build() -> kda::ir::Kernel {
         element_guard()
@@ -383,6 +390,10 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/guarded-read/pass/read-before-wait.rs",
             guarded_read_x_read_before_wait::build(),
+        ),
+        (
+            "tests/ui/guarded-read/pass/read-other-stage.rs",
+            guarded_read_x_read_other_stage::build(),
         ),
         (
             "tests/ui/guarded-read/pass/ring-element-guard.rs",

@@ -421,8 +421,119 @@ fn buffer_guard(k: &Kernel, buf: &str) -> Option<String> {
     }
 }
 
+/// Whether `buf` is guarded by a whole ring (`guard = bars`, `bars` declared
+/// with `count`): stage `s` of it (its first dimension) is filled through
+/// `bars[s]`.
+fn ring_guarded(k: &Kernel, buf: &str, guard: &str) -> bool {
+    let whole = match k.decls.get(buf) {
+        Some(Decl::Buffer(i)) => matches!(&k.nodes[*i], Node::Shared(s) if s.guard_index.is_none()),
+        _ => false,
+    };
+    whole
+        && match k.decls.get(guard) {
+            Some(Decl::Barrier(i)) => matches!(&k.nodes[*i], Node::Mbarrier(m) if m.count.is_some()),
+            _ => false,
+        }
+}
+
+/// A stage expression in the form `(v + c) % m`: the variable (empty for a
+/// constant), the offset and the modulus as written (`None`: no `%`).
+#[derive(PartialEq, Debug)]
+struct StageForm {
+    var: String,
+    offset: i128,
+    modulus: Option<String>,
+}
+
+fn stage_form(e: &syn::Expr) -> Option<StageForm> {
+    use syn::{BinOp, Expr};
+    let tokens = |e: &Expr| quote::ToTokens::to_token_stream(e).to_string();
+    match e {
+        Expr::Paren(p) => stage_form(&p.expr),
+        Expr::Group(g) => stage_form(&g.expr),
+        Expr::Path(p) => Some(StageForm {
+            var: p.path.get_ident()?.to_string(),
+            offset: 0,
+            modulus: None,
+        }),
+        Expr::Lit(_) => Some(StageForm {
+            var: String::new(),
+            offset: i128::from(const_eval(e)?),
+            modulus: None,
+        }),
+        Expr::Binary(b) if matches!(b.op, BinOp::Add(_) | BinOp::Sub(_)) => {
+            let sign = if matches!(b.op, BinOp::Sub(_)) { -1 } else { 1 };
+            if let Some(c) = const_eval(&b.right) {
+                let f = stage_form(&b.left)?;
+                (f.modulus.is_none()).then_some(StageForm {
+                    offset: f.offset + sign * i128::from(c),
+                    ..f
+                })
+            } else if let (Some(c), 1) = (const_eval(&b.left), sign) {
+                let f = stage_form(&b.right)?;
+                (f.modulus.is_none()).then_some(StageForm {
+                    offset: f.offset + i128::from(c),
+                    ..f
+                })
+            } else {
+                None
+            }
+        }
+        Expr::Binary(b) if matches!(b.op, BinOp::Rem(_)) => {
+            let f = stage_form(&b.left)?;
+            f.modulus.is_none().then(|| StageForm {
+                modulus: Some(tokens(&b.right)),
+                ..f
+            })
+        }
+        Expr::MethodCall(m) if m.method == "add_mod" && m.args.len() == 2 => {
+            let f = stage_form(&m.receiver)?;
+            let c = const_eval(&m.args[0])?;
+            f.modulus.is_none().then(|| StageForm {
+                offset: f.offset + i128::from(c),
+                modulus: Some(tokens(&m.args[1])),
+                ..f
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Two stage expressions certainly name different stages: the same
+/// variable (or both constants) at different offsets, under the same
+/// modulus or where one of them has none (a stage index already lies in
+/// `0..stages`, so `s` and `(s + 1) % stages` differ); a literal modulus
+/// compares the offsets modulo it. Anything else may be equal.
+fn stages_differ(a: &syn::Expr, b: &syn::Expr) -> bool {
+    let (Some(x), Some(y)) = (stage_form(a), stage_form(b)) else {
+        return false;
+    };
+    if x.var != y.var {
+        return false;
+    }
+    let m = match (&x.modulus, &y.modulus) {
+        (Some(p), Some(q)) if p != q => return false,
+        (Some(p), _) | (_, Some(p)) => p.parse::<i128>().ok(),
+        (None, None) => None,
+    };
+    match m {
+        Some(m) if m > 0 => (x.offset - y.offset).rem_euclid(m) != 0,
+        _ => x.offset != y.offset,
+    }
+}
+
+fn text(e: &syn::Expr) -> String {
+    quote::ToTokens::to_token_stream(e).to_string()
+}
+
 /// (4) A buffer declared `guard = bar` is filled through `bar`: its contents
-/// are defined for a thread only after that thread waited on `bar`.
+/// are defined for a thread only after that thread waited on `bar`. Per
+/// stage for a buffer guarded by a whole ring (`guard = full`, stage `s`
+/// filled through `full[s]`): a read of `ring[[t, ..]]` needs a wait on an
+/// element whose stage expression may equal `t`; one on `full[s]` only,
+/// where `s` and `t` visibly differ (`s` and `(s + 1) % stages`), leaves
+/// stage `t` unguarded. Stage expressions the macro cannot compare (other
+/// variables, flat indices) are accepted.
 fn check_guarded_read_after_wait(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
     for r in flow
         .events
@@ -435,8 +546,42 @@ fn check_guarded_read_after_wait(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut 
         let Some(guard) = buffer_guard(k, buf) else {
             continue;
         };
-        let waited = on_threads(flow, &r.role)
-            .any(|w| matches!(&w.kind, Kind::Wait(b) if *b == guard) && may_precede(w, r));
+        let waits: Vec<&Event> = on_threads(flow, &r.role)
+            .filter(|w| matches!(&w.kind, Kind::Wait(b) if *b == guard) && may_precede(w, r))
+            .collect();
+        let waited = !waits.is_empty();
+        if waited
+            && let Some(t) = &r.stage
+            && ring_guarded(k, buf, &guard)
+            && waits
+                .iter()
+                .all(|w| w.stage.as_ref().is_some_and(|s| stages_differ(s, t)))
+            && seen.first(r.span, "guard")
+        {
+            let t = text(t);
+            let mut others: Vec<String> = waits
+                .iter()
+                .map(|w| {
+                    format!(
+                        "`{guard}[{}]` at line {}",
+                        w.stage.as_ref().map_or_else(String::new, text),
+                        line(w.span)
+                    )
+                })
+                .collect();
+            others.dedup();
+            cx.error_at(
+                r.span,
+                format!(
+                    "stage `{t}` of `{buf}` is read before waiting on `{guard}[{t}]`: `{buf}` is guarded per \
+                     stage by the ring `{guard}` (stage `s` is filled through `{guard}[s]`), but these threads \
+                     waited only on {}, another stage; wait on `{guard}[{t}]` before reading \
+                     `{buf}[[{t}, ..]]`, or read the stage that was waited for",
+                    others.join(", ")
+                ),
+            );
+            continue;
+        }
         if !waited && seen.first(r.span, "guard") {
             cx.error_at(
                 r.span,

@@ -155,6 +155,20 @@
 //!   barrier (a parity wait cannot go back; waiting for the same phase again
 //!   is harmless, so exclusive branches may each wait for it).
 //!
+//! # Arrivals (`arrivals.rs`)
+//!
+//! * a barrier declared with `arrivals = k` that is waited on gets exactly
+//!   `k` arrivals per phase: the arrivals are grouped like the sends of the
+//!   byte check (by innermost loop, a ring by its first element, a group's
+//!   phases the distinct `mbarrier.wait` phases in it, at least one); each
+//!   `mbarrier.arrive[.expect_tx]` counts once per thread that runs it: its
+//!   role's threads (the block outside roles), narrowed under an `if` whose
+//!   condition is a function of `tid`/`laneid` and constants (evaluated
+//!   thread by thread) and to one lane per warp under `elect`. Groups whose
+//!   count is unknown (other lane-varying conditions, uniform branches that
+//!   disagree) and the kernel body's group when it holds parity waits on
+//!   the barrier are not checked.
+//!
 //! # Ordering (`order.rs`): what must have happened on the same threads
 //!
 //! * reading a `produced` tensor (`ld.global`, `cp.async`, `cp.async.bulk`)
@@ -178,6 +192,8 @@
 //!
 //! # Bounds (`bounds.rs`)
 //!
+//! * the ring index of a ring op (`barN[%s of K]`) whose range is provable
+//!   (as below) lies in `0..K`;
 //! * an `ld.shared`, `st.shared`, `st.async`, `cp.async`, `cp.async.bulk`
 //!   or `cp.async.bulk.store` whose element index has a range provable from
 //!   constants, `tid` (its role's threads), `laneid`, the cluster rank,

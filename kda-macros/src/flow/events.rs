@@ -117,6 +117,10 @@ pub struct Event {
     pub owner: Option<String>,
     /// For a collective: the lane-varying condition it is under, if any.
     pub divergent: Option<Divergence>,
+    /// The stage expression as written: the ring element of a barrier
+    /// operation (`full[s].wait()`: `s`), the first index of a shared read
+    /// at `[[stage, ..]]` (`ring[[s, j]]`: `s`).
+    pub stage: Option<Expr>,
 }
 
 pub struct Flow {
@@ -154,7 +158,19 @@ impl Walker<'_> {
             def: self.def,
             owner: self.owner.clone(),
             divergent,
+            stage: None,
         });
+    }
+
+    /// An event with its stage expression (see [`Event::stage`]).
+    pub(super) fn staged(&mut self, kind: Kind, span: Span, stage: Option<&Expr>) {
+        let n = self.events.len();
+        self.event(kind, span);
+        if self.events.len() > n
+            && let Some(e) = self.events.last_mut()
+        {
+            e.stage = stage.cloned();
+        }
     }
 
     /// Where a collective at `span` under a lane-varying condition is

@@ -290,7 +290,8 @@ impl Walker<'_> {
             }
             Some((name, Decl::Buffer(_))) => {
                 self.place(&mut ix.expr);
-                self.event(Kind::ReadShared(name.clone()), ix.expr.span());
+                let stage = first_of_array(&ix.index);
+                self.staged(Kind::ReadShared(name.clone()), ix.expr.span(), stage);
                 self.shared_access(&name, &ix.index, 1, Access::Load);
                 self.event(Kind::UseBuffer(name), ix.expr.span());
                 Level::Runtime {
@@ -330,8 +331,12 @@ impl Walker<'_> {
                 } else {
                     None
                 };
+                let stage = match strip_parens(&m.receiver) {
+                    Expr::Index(ix) => Some((*ix.index).clone()),
+                    _ => None,
+                };
                 if let Some(k) = kind {
-                    self.event(k, span);
+                    self.staged(k, span, stage.as_ref());
                     self.event(Kind::UseBarrier(name), span);
                 }
                 Level::Comptime
@@ -345,7 +350,8 @@ impl Walker<'_> {
             }
             Some((name, Decl::Buffer(_))) if LOADS.contains(&method.as_str()) => {
                 self.place(&mut m.receiver);
-                self.event(Kind::ReadShared(name.clone()), m.receiver.span());
+                let stage = m.args.first().and_then(first_of_array);
+                self.staged(Kind::ReadShared(name.clone()), m.receiver.span(), stage);
                 self.event(Kind::UseBuffer(name), m.receiver.span());
                 Level::Runtime {
                     varying: args.varying(),
@@ -443,5 +449,23 @@ impl Walker<'_> {
         } else {
             args
         }
+    }
+}
+
+/// `e` without the parentheses and groups around it.
+fn strip_parens(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip_parens(&p.expr),
+        Expr::Group(g) => strip_parens(&g.expr),
+        e => e,
+    }
+}
+
+/// The first index of `[a, b, ..]` (a per-dimension index: the stage of a
+/// ring buffer); `None` for a flat index.
+fn first_of_array(e: &Expr) -> Option<&Expr> {
+    match strip_parens(e) {
+        Expr::Array(a) if a.elems.len() > 1 => a.elems.first(),
+        _ => None,
     }
 }
