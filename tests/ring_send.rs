@@ -23,7 +23,12 @@ use kda::runtime::{Device, DeviceTensor, Launch, SimDevice, SimOptions};
 fn exchange(input: Tensor<f32, rows, 32>, output: Tensor<f32, rows, 32>) {
     let sender = role!(0..32);
     let receiver = role!(32..64);
-    let full = mbarrier!(arrivals = 1, tx = 128, roles = [sender, receiver], count = 2);
+    let full = mbarrier!(
+        arrivals = 1,
+        tx = 128,
+        roles = [sender, receiver],
+        count = 2
+    );
     let inbox = shared!([f32; 2, 32], guard = full, roles = [sender, receiver]);
     let lane = thread_idx() % 32;
     let cta = block_idx(0);
@@ -61,8 +66,18 @@ fn streamed(
 ) {
     let producer = role!(0..32);
     let consumer = role!(32..64);
-    let full = mbarrier!(arrivals = 1, tx = 512, roles = [producer, consumer], count = stages);
-    let empty = mbarrier!(arrivals = 32, roles = [producer, consumer], count = stages, released);
+    let full = mbarrier!(
+        arrivals = 1,
+        tx = 512,
+        roles = [producer, consumer],
+        count = stages
+    );
+    let empty = mbarrier!(
+        arrivals = 32,
+        roles = [producer, consumer],
+        count = stages,
+        released
+    );
     let ring = shared!([f32; stages, 128], guard = full, roles = [producer, consumer]);
     let lane = thread_idx() % 32;
     let cta = block_idx(0);
@@ -180,7 +195,11 @@ fn streamed_refills_each_stage_through_send() {
                     .unwrap_or_else(|e| panic!("stages {stages}, n {n}, {opts:?}: {e}"));
                 let got = y.to_vec(&dev).unwrap();
                 for (i, v) in got.iter().enumerate().take(2 * n as usize * 128) {
-                    assert_eq!(*v, xs[i] + 1.0, "stages {stages}, n {n}, {opts:?}: element {i}");
+                    assert_eq!(
+                        *v,
+                        xs[i] + 1.0,
+                        "stages {stages}, n {n}, {opts:?}: element {i}"
+                    );
                 }
             }
         }

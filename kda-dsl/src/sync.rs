@@ -420,9 +420,7 @@ fn send_value<T: Elem>(
     let loc = Loc::caller();
     let one = |cta: kda_ir::Value| match bar.ring {
         None => emit_at(&loc, |b| b.st_async(buf.id, e, v, cta, bar.id)),
-        Some((n, at)) => emit_at(&loc, |b| {
-            b.st_async_at(buf.id, e, v, cta, (bar.id, n, at))
-        }),
+        Some((n, at)) => emit_at(&loc, |b| b.st_async_at(buf.id, e, v, cta, (bar.id, n, at))),
     };
     match to {
         Dest::One(rank) => one(rank.value()),

@@ -880,8 +880,7 @@ impl Op {
     /// else the ring index is the op's last operand).
     pub fn barrier(&self) -> Option<(Barrier, u32)> {
         match *self {
-            Op::MbarInit { barrier }
-            | Op::MbarWait { barrier, .. } => Some((barrier, 0)),
+            Op::MbarInit { barrier } | Op::MbarWait { barrier, .. } => Some((barrier, 0)),
             Op::MbarArrive { barrier, ring }
             | Op::StAsync { barrier, ring, .. }
             | Op::MbarArriveExpectTx { barrier, ring, .. }

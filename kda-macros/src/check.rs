@@ -431,7 +431,9 @@ fn ring_guarded(k: &Kernel, buf: &str, guard: &str) -> bool {
     };
     whole
         && match k.decls.get(guard) {
-            Some(Decl::Barrier(i)) => matches!(&k.nodes[*i], Node::Mbarrier(m) if m.count.is_some()),
+            Some(Decl::Barrier(i)) => {
+                matches!(&k.nodes[*i], Node::Mbarrier(m) if m.count.is_some())
+            }
             _ => false,
         }
 }

@@ -142,7 +142,10 @@ fn operand(cx: &Ctx, i: Inst) -> String {
     let d = &k.insts[i];
     match d.op.barrier() {
         Some((b, ring)) if ring > 0 => {
-            let name = k.barriers.get(b).map_or(String::new(), |d| format!(" {:?}", d.name));
+            let name = k
+                .barriers
+                .get(b)
+                .map_or(String::new(), |d| format!(" {:?}", d.name));
             match d.args.last() {
                 Some(s) => format!("{b}[{s} of {ring}]{name}"),
                 None => cx.barrier(b),
