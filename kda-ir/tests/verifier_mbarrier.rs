@@ -72,7 +72,8 @@ fn a_waited_barrier_is_arrived_on() {
         &k,
         "`mbarrier.wait` on bar0 \"full\", which nothing arrives on: a phase completes after 1 arrivals (`mbarrier.arrive` or `mbarrier.arrive.expect_tx`)",
     );
-    assert_ok(&one_warp(1, 0, None, |b, _, bar, _| {
+    // Every lane of the warp arrives: a phase of 32 arrivals.
+    assert_ok(&one_warp(32, 0, None, |b, _, bar, _| {
         b.mbarrier_arrive(bar);
         b.wait(bar);
     }));
@@ -270,11 +271,16 @@ fn each_waited_phase_gets_its_bytes() {
 
 #[test]
 fn waits_follow_phases_in_order() {
+    // The warp's 32 arrivals complete each new phase before its first wait.
     let waits = |phases: &[u32]| {
         let phases = phases.to_vec();
-        one_warp(1, 0, None, move |b, _, bar, _| {
+        one_warp(32, 0, None, move |b, _, bar, _| {
+            let mut last = None;
             for p in phases {
-                b.mbarrier_arrive(bar);
+                if last.is_none_or(|l| p > l) {
+                    b.mbarrier_arrive(bar);
+                    last = Some(p);
+                }
                 b.wait_phase(bar, p);
             }
         })
@@ -291,7 +297,7 @@ fn waits_follow_phases_in_order() {
     );
     assert_ok(&waits(&[0, 1, 2]));
     // Across regions of the same role.
-    let k = one_warp(1, 0, None, |b, _, bar, w| {
+    let k = one_warp(32, 0, None, |b, _, bar, w| {
         b.mbarrier_arrive(bar);
         b.wait_phase(bar, 1);
         b.in_role(w, |b| b.wait_phase(bar, 0));

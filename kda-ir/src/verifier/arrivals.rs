@@ -59,6 +59,7 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout, uni: &Uniformity) {
             uni,
             cx: &*cx,
             barrier: b,
+            hot: list.iter().flat_map(|&a| layout.ancestors(a)).collect(),
             groups: BTreeMap::new(),
         };
         let all: Vec<u32> = (0..k.launch.block).collect();
@@ -184,6 +185,9 @@ struct Counter<'a, 'k> {
     uni: &'a Uniformity,
     cx: &'a Ctx<'k>,
     barrier: Barrier,
+    /// The region ops that hold an arrival on the barrier: the others count
+    /// none and are not walked.
+    hot: BTreeSet<Inst>,
     /// Each loop's per-iteration count (by the loop instruction).
     groups: BTreeMap<Option<Inst>, Count>,
 }
@@ -196,6 +200,9 @@ impl Counter<'_, '_> {
         let mut sum = Count::zero();
         for &i in &k.regions[r].insts {
             let d = &k.insts[i];
+            if !d.op.regions().is_empty() && !self.hot.contains(&i) {
+                continue;
+            }
             let add = match d.op {
                 Op::MbarArrive { barrier, .. } | Op::MbarArriveExpectTx { barrier, .. }
                     if barrier == self.barrier =>
