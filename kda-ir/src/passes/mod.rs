@@ -21,6 +21,28 @@ pub(crate) fn contains(k: &Kernel, i: Inst, pred: &dyn Fn(&Kernel, Inst) -> bool
             .any(|r| k.regions[r].insts.iter().any(|&j| contains(k, j, pred)))
 }
 
+/// Delete every instruction of `k` whose op is `op`, at any depth, and put
+/// the first of them (in layout order) at the front of the kernel body: one
+/// at the entry dominates them all. Nothing happens when there is none.
+pub(crate) fn one_at_entry(k: &mut Kernel, op: &Op) {
+    let mut found: Vec<Inst> = Vec::new();
+    k.walk(|i, _| {
+        if k.insts[i].op == *op {
+            found.push(i);
+        }
+    });
+    let Some(&first) = found.first() else {
+        return;
+    };
+    let found: std::collections::HashSet<Inst> = found.into_iter().collect();
+    let regions: Vec<Region> = k.regions.keys().collect();
+    for r in regions {
+        k.regions[r].insts.retain(|i| !found.contains(i));
+    }
+    let body = k.body;
+    k.regions[body].insts.insert(0, first);
+}
+
 /// In every region, move each instruction that `moves` selects forward, past
 /// the instructions that follow it in the same region, to just before the
 /// first one that `stops` (or another selected one, or the region's `yield`);

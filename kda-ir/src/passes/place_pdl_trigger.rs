@@ -18,9 +18,6 @@
 //!
 //! [`ScheduleHints::trigger_at_entry`]: crate::kernel::ScheduleHints::trigger_at_entry
 
-use std::collections::HashSet;
-
-use crate::entities::{Inst, Region};
 use crate::kernel::Kernel;
 use crate::op::Op;
 
@@ -30,22 +27,7 @@ pub fn run(k: &mut Kernel) {
     if !k.schedule.trigger_at_entry {
         return;
     }
-    let mut triggers: Vec<Inst> = Vec::new();
-    k.walk(|i, _| {
-        if k.insts[i].op == Op::GridDepLaunch {
-            triggers.push(i);
-        }
-    });
-    let Some(&first) = triggers.first() else {
-        return;
-    };
-    let triggers: HashSet<Inst> = triggers.into_iter().collect();
-    let regions: Vec<Region> = k.regions.keys().collect();
-    for r in regions {
-        k.regions[r].insts.retain(|i| !triggers.contains(i));
-    }
-    let body = k.body;
-    k.regions[body].insts.insert(0, first);
+    super::one_at_entry(k, &Op::GridDepLaunch);
 }
 
 #[cfg(test)]

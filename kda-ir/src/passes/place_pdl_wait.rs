@@ -12,9 +12,6 @@
 //!
 //! [`ScheduleHints::early`]: crate::kernel::ScheduleHints::early
 
-use std::collections::HashSet;
-
-use crate::entities::{Inst, Region};
 use crate::kernel::Kernel;
 use crate::op::Op;
 
@@ -24,22 +21,7 @@ pub fn run(k: &mut Kernel) {
     if k.schedule.early {
         return;
     }
-    let mut waits: Vec<Inst> = Vec::new();
-    k.walk(|i, _| {
-        if k.insts[i].op == Op::GridDepWait {
-            waits.push(i);
-        }
-    });
-    let Some(&first) = waits.first() else {
-        return;
-    };
-    let waits: HashSet<Inst> = waits.into_iter().collect();
-    let regions: Vec<Region> = k.regions.keys().collect();
-    for r in regions {
-        k.regions[r].insts.retain(|i| !waits.contains(i));
-    }
-    let body = k.body;
-    k.regions[body].insts.insert(0, first);
+    super::one_at_entry(k, &Op::GridDepWait);
 }
 
 #[cfg(test)]
