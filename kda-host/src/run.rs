@@ -142,48 +142,17 @@ pub struct Prepared<D: Device> {
     order: Vec<usize>,
 }
 
-/// The grid of a [`Prepared`] launch: fixed, or persistent — as many
-/// clusters as the device holds at once, at most one per work item
-/// ([`Launch::persistent`], which needs the loaded kernel).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grid {
-    /// This grid, in CTAs.
-    Fixed([u32; 3]),
-    /// A persistent grid for this many work items of one cluster each.
-    Persistent {
-        /// Work items (clusters' worth of work) the kernel loops over.
-        work: u64,
-    },
-}
-
-impl From<[u32; 3]> for Grid {
-    fn from(grid: [u32; 3]) -> Grid {
-        Grid::Fixed(grid)
-    }
-}
-
-impl Grid {
-    /// The grid in CTAs for `module` loaded on `dev`.
-    pub fn resolve<D: Device>(self, dev: &D, module: &D::Module) -> Result<[u32; 3], RuntimeError> {
-        match self {
-            Grid::Fixed(grid) => Ok(grid),
-            Grid::Persistent { work } => Ok(Launch::persistent(dev, module, work)?.grid),
-        }
-    }
-}
-
 impl<D: Device> Prepared<D> {
     /// Specialise `kernel` on the strides of `args`' tensors, load it and
     /// upload each tensor's storage as it is (strides included), for PDL
-    /// launches on `grid` (fixed, or persistent: sized once the kernel is
-    /// loaded) with these scalars. The tensors and scalars bind
+    /// launches on `grid` with these scalars. The tensors and scalars bind
     /// to the kernel's parameters by name; every extent, stride, alignment
     /// and dtype is checked against the kernel's declarations.
     pub fn new<A: KernelArgs>(
         dev: &D,
         kernel: Kernel,
         args: &A,
-        grid: impl Into<Grid>,
+        grid: [u32; 3],
         scalars: &[(&'static str, ScalarArg)],
     ) -> Result<Self, RuntimeError> {
         let tensors = args.named_tensors();
@@ -194,7 +163,6 @@ impl<D: Device> Prepared<D> {
             .map(|(_, t)| dev.upload(&storage_bytes(t)))
             .collect::<Result<Vec<_>, _>>()?;
         let bound = bind_named::<D>(dev.module_kernel(&module), &tensors, &buffers, scalars)?;
-        let grid = grid.into().resolve(dev, &module)?;
         let cfg = bound.config(Launch::grid(grid).pdl(true));
         let order = bound.order;
         Ok(Prepared {

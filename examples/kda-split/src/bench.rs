@@ -52,9 +52,8 @@ pub const AFTER_HELP: &str = "\
 Default sweep: heads 12 at batch 1, 8, 32, 64, 128, 512 (T = 1) and T = 4 at
 batch 8 and 64; heads 6 and 32 at batch 1, 128, 512. With --heads, --batch or
 --tokens: their product, a list not given being heads 12, batch 1, 8, 32, 128,
-512 or tokens 1. Default schedules: auto, seed and the names above, the
-persistent ones (-p) at batch >= 64 only (--quick: auto, seed, e1, e2-c2
-and e3-c2-p, about a minute in all). The targets' `default`
+512 or tokens 1. Default schedules: auto, seed and the names above (--quick:
+auto, seed, e1 and e2-c2, about a minute in all). The targets' `default`
 column is the kernel's default schedule: `auto` (the tuned table) where it
 was measured, else the seed's.";
 
@@ -166,16 +165,6 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
             verbose: true,
             deadline: None,
         };
-        // The default sweep measures persistent schedules at large batches only.
-        let schedules: Vec<Candidate> = schedules
-            .iter()
-            .filter(|c| {
-                !opts.sweep.schedules.is_empty()
-                    || !c.persistent()
-                    || point.batch >= schedule::PERSISTENT_MIN_BATCH
-            })
-            .cloned()
-            .collect();
         rows.extend(measure_point(dev, &mut workload, &schedules, &sweep));
     }
     Ok(Results {
@@ -372,7 +361,6 @@ mod tests {
             occupancy: 0,
             cluster: 8,
             evict: false,
-            persistent: false,
         };
         let results = Results {
             device: "test".into(),

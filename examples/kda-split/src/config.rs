@@ -56,11 +56,6 @@ pub struct Schedule {
     pub cluster: u32,
     /// L2 evict-first on staged state traffic.
     pub evict: bool,
-    /// Persistent grid (sixth schedule entry, not in the seed): as many
-    /// clusters as the device holds at once, each looping over (request,
-    /// head) items; staged, the next item's state rows load while the
-    /// current one computes (`crate::persistent`).
-    pub persistent: bool,
 }
 
 /// A validated `KdaSplit` configuration.
@@ -83,7 +78,7 @@ pub enum ConfigError {
     #[error("tokens must be in 1..=8 (one to eight tokens per request); got {tokens}")]
     Tokens { tokens: u32 },
     #[error(
-        "schedule needs 3 to 6 entries (early, lanes, occupancy[, cluster[, evict[, persistent]]]); got {len}"
+        "schedule needs 3 to 5 entries (early, lanes, occupancy[, cluster[, evict]]); got {len}"
     )]
     ScheduleLength { len: usize },
     #[error("gate mode must be 0, 1 or 2; got {mode}")]
@@ -126,9 +121,8 @@ impl KdaConfig {
     ///
     /// `schedule_raw` is `(early, lanes, occupancy[, cluster[, evict]])` exactly as
     /// the seed unpacks `(*schedule, 0, 0)[:5]`: fewer than 3 entries cannot
-    /// unpack there. The seed silently drops entries past the fifth; here a
-    /// sixth is the `persistent` knob (nonzero: on; not in the seed) and more
-    /// are an error, since dropping them hides a caller's mistake.
+    /// unpack there. The seed silently drops entries past the fifth; that hides a
+    /// caller's mistake, so it is an error here.
     pub fn new(
         heads: u32,
         batch: u32,
@@ -140,7 +134,7 @@ impl KdaConfig {
         if !(1..=MAX_TOKENS).contains(&tokens) {
             return Err(ConfigError::Tokens { tokens });
         }
-        if !(3..=6).contains(&schedule_raw.len()) {
+        if !(3..=5).contains(&schedule_raw.len()) {
             return Err(ConfigError::ScheduleLength {
                 len: schedule_raw.len(),
             });
@@ -159,7 +153,6 @@ impl KdaConfig {
             cluster: raw(3),
             // The seed keeps `bool(evict)`: any nonzero value turns it on.
             evict: raw(4) != 0,
-            persistent: raw(5) != 0,
         };
         let config = Self {
             heads,
@@ -368,18 +361,16 @@ mod tests {
     }
 
     #[test]
-    fn schedule_needs_3_to_6_entries() {
+    fn schedule_needs_3_to_5_entries() {
         assert_eq!(
             err(8, 1, 0, &[0, 0], 1),
             ConfigError::ScheduleLength { len: 2 }
         );
         assert_eq!(
-            err(8, 1, 0, &[0; 7], 1),
-            ConfigError::ScheduleLength { len: 7 }
+            err(8, 1, 0, &[0; 6], 1),
+            ConfigError::ScheduleLength { len: 6 }
         );
         new(8, 1, 0, &[0, 0, 0, 0, 0], 1);
-        assert!(!new(8, 1, 0, &[0, 0, 0, 0, 0], 1).schedule.persistent);
-        assert!(new(8, 1, 0, &[2, 0, 0, 2, 0, 1], 1).schedule.persistent);
     }
 
     #[test]

@@ -24,25 +24,19 @@ use kda::ir::{Kernel, Scalar};
 pub use kda_std::{RequestSlots, conv_silu, request_slots, row_dot, sigmoid};
 
 /// `decay = exp(lower_bound · σ(exp(a_log) · (bf16(raw) + dt_bias)))`.
-pub(crate) fn decay(
-    raw: Val<f32>,
-    dt: Val<f32>,
-    a: Val<f32>,
-    lower: Val<f32>,
-    fast: bool,
-) -> Val<f32> {
+fn decay(raw: Val<f32>, dt: Val<f32>, a: Val<f32>, lower: Val<f32>, fast: bool) -> Val<f32> {
     let x = a * (raw.cast::<bf16>().val().cast::<f32>() + dt);
     (lower * sigmoid(x, fast)).fast_exp()
 }
 
 /// Where value row `row`'s output lands in `out`, so that the RMSNorm's
 /// float4 reads see each row once (a bijection of 0..128).
-pub(crate) fn output_position(row: Val<u32>) -> Val<u32> {
+fn output_position(row: Val<u32>) -> Val<u32> {
     ((row & 7) << 4) | ((row >> 5) << 2) | ((row & 31) >> 3)
 }
 
 /// The seed's occupancy knob: a `.minnctapersm` bound, or none for 0.
-pub(crate) fn occupancy(cfg: &KdaConfig) -> Option<u32> {
+fn occupancy(cfg: &KdaConfig) -> Option<u32> {
     (cfg.schedule.occupancy > 0).then_some(cfg.schedule.occupancy)
 }
 
@@ -647,28 +641,20 @@ impl Default for Dtypes {
 /// Threads per CTA: the state role (128) and the gate warp.
 pub const BLOCK: u32 = 160;
 
-/// Trace KdaSplit (the persistent variant when the schedule says so) for one
-/// configuration and argument dtypes: `weights` may be
+/// Trace KdaSplit for one configuration and argument dtypes: `weights` may be
 /// bf16 or f32 (vLLM keeps conv weights in f32); `bias`, `beta`, `gate` and
 /// `norm_weight` are all bf16 or all f32.
 pub fn build(cfg: &KdaConfig, dt: &Dtypes) -> Result<Kernel, UnsupportedDtypes> {
     use Scalar::{BF16, F32};
     let rest = [dt.bias, dt.beta, dt.gate, dt.norm_weight];
     let all = |s: Scalar| rest.iter().all(|&r| r == s);
-    use crate::persistent::kda_split_persistent as persistent;
-    Ok(
-        match (dt.weights, all(BF16), all(F32), cfg.schedule.persistent) {
-            (BF16, true, _, false) => kda_split::<bf16, bf16, bf16, bf16, bf16>(cfg),
-            (F32, true, _, false) => kda_split::<f32, bf16, bf16, bf16, bf16>(cfg),
-            (BF16, _, true, false) => kda_split::<bf16, f32, f32, f32, f32>(cfg),
-            (F32, _, true, false) => kda_split::<f32, f32, f32, f32, f32>(cfg),
-            (BF16, true, _, true) => persistent::<bf16, bf16, bf16, bf16, bf16>(cfg),
-            (F32, true, _, true) => persistent::<f32, bf16, bf16, bf16, bf16>(cfg),
-            (BF16, _, true, true) => persistent::<bf16, f32, f32, f32, f32>(cfg),
-            (F32, _, true, true) => persistent::<f32, f32, f32, f32, f32>(cfg),
-            _ => return Err(UnsupportedDtypes(*dt)),
-        },
-    )
+    Ok(match (dt.weights, all(BF16), all(F32)) {
+        (BF16, true, _) => kda_split::<bf16, bf16, bf16, bf16, bf16>(cfg),
+        (F32, true, _) => kda_split::<f32, bf16, bf16, bf16, bf16>(cfg),
+        (BF16, _, true) => kda_split::<bf16, f32, f32, f32, f32>(cfg),
+        (F32, _, true) => kda_split::<f32, f32, f32, f32, f32>(cfg),
+        _ => return Err(UnsupportedDtypes(*dt)),
+    })
 }
 
 /// A dtype combination the kernel is not instantiated for.

@@ -12,7 +12,6 @@ pub mod compare;
 pub mod config;
 pub mod generator;
 pub mod kernel;
-pub mod persistent;
 pub mod reference;
 pub use kda_host::round;
 pub mod run;

@@ -1,13 +1,11 @@
 //! Run KdaSplit on any `kda_runtime::Device`: validate the arguments (a bad
 //! call touches nothing), build the kernel for the call's dtypes, upload each
 //! tensor's storage as it is (strides included), launch on the grid
-//! `(C, H, B)` (persistent schedules: the machine's resident clusters) and read back what the kernel writes. The device plumbing is
+//! `(C, H, B)` and read back what the kernel writes. The device plumbing is
 //! the shared runner of [`kda_host::run`] (re-exported here).
 
 use kda_host::KernelArgs;
-pub use kda_host::run::{
-    Chosen, Grid, Prepared, gpu_or_sim, scalar, specialize, tensor_shape, valid,
-};
+pub use kda_host::run::{Chosen, Prepared, gpu_or_sim, scalar, specialize, tensor_shape, valid};
 use kda_ir::Kernel;
 use kda_runtime::{Device, ScalarArg};
 
@@ -41,29 +39,13 @@ pub fn kernel_for(cfg: &KdaConfig, args: &KdaArgs) -> Result<Kernel, RunError> {
     Ok(specialize(kernel, &args.named_tensors(), &scalars(args))?)
 }
 
-/// The scalar arguments under their kernel parameter names; the request
-/// count is the persistent kernel's loop bound (the one-item kernel does
-/// not declare it, and binding by name leaves it out there).
-pub fn scalars(args: &KdaArgs) -> [(&'static str, ScalarArg); 4] {
+/// The scalar arguments under their kernel parameter names.
+pub fn scalars(args: &KdaArgs) -> [(&'static str, ScalarArg); 3] {
     [
         ("lower_bound", ScalarArg::F32(args.lower_bound)),
         ("scale", ScalarArg::F32(args.scale)),
         ("eps", ScalarArg::F32(args.eps)),
-        ("num_requests", ScalarArg::U32(args.requests() as u32)),
     ]
-}
-
-/// The grid of a launch over `requests` requests: `(C, H, B)`, one cluster
-/// per (head, request); persistent, as many clusters as the device holds
-/// at once (sized once the kernel is loaded), at most one per item.
-pub fn grid(cfg: &KdaConfig, requests: u32) -> Grid {
-    if cfg.schedule.persistent {
-        Grid::Persistent {
-            work: requests as u64 * cfg.heads as u64,
-        }
-    } else {
-        Grid::Fixed([cfg.cluster(), cfg.heads, requests])
-    }
 }
 
 /// The kernel [`run`] launches for contiguous tensors of `cfg` (strides as
@@ -92,7 +74,7 @@ pub fn prepare<D: Device>(
 ) -> Result<Prepared<D>, RunError> {
     valid(validate(cfg, args))?;
     let kernel = kernel::build(cfg, &dtypes(args)).map_err(RunError::Build)?;
-    let grid = grid(cfg, args.requests() as u32);
+    let grid = [cfg.cluster(), cfg.heads, args.requests() as u32];
     Ok(Prepared::new(dev, kernel, args, grid, &scalars(args))?)
 }
 

@@ -306,16 +306,6 @@ impl Schedule {
             u32::from(self.evict),
         ]
     }
-
-    /// The entries as the constructor takes them: [`Schedule::raw`], with a
-    /// sixth `1` for a persistent schedule.
-    pub fn entries(&self) -> Vec<u32> {
-        let mut e = self.raw().to_vec();
-        if self.persistent {
-            e.push(1);
-        }
-        e
-    }
 }
 
 impl KdaConfig {

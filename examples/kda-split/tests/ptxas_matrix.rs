@@ -1,13 +1,12 @@
 //! Every configuration of the matrix, the seed's default configurations of
 //! heads 6 / 12 / 32 at batch 1 / 64, and the tuned schedule of every point
 //! of the checked-in autotune table (as `run` launches it, strides
-//! specialised for contiguous tensors), and the persistent kernel at the
-//! persistent points and the bench's `-p` schedules, compile to PTX that
+//! specialised for contiguous tensors) compile to PTX that
 //! `ptxas -arch=sm_90a` assembles with zero spills.
 
 mod common;
 
-use common::{MATRIX, PERSISTENT};
+use common::MATRIX;
 use kda_split::KdaConfig;
 use kda_split::kernel::{Dtypes, build};
 use kda_split::run::contiguous_kernel;
@@ -29,32 +28,6 @@ fn matrix_assembles_without_spills() {
     assert!(
         spilled.is_empty(),
         "configurations that spill: {spilled:#?}"
-    );
-}
-
-#[test]
-fn persistent_schedules_assemble_without_spills() {
-    let mut spilled: Vec<String> = PERSISTENT
-        .iter()
-        .map(|(p, _)| (format!("{} persistent", p.label()), p.persistent_config()))
-        .filter(|(label, cfg)| !assemble(label, cfg))
-        .map(|(label, _)| label)
-        .collect();
-    // The bench's persistent names at the large-batch points they are measured at.
-    for heads in [6, 12, 32] {
-        for name in ["e2-c2-p", "e3-c2-p"] {
-            let raw = kda_split::bench::named(name).unwrap().raw;
-            let cfg = KdaConfig::new(heads, 128, 0, true, &raw, 1).unwrap();
-            let kernel = contiguous_kernel(&cfg, false).unwrap();
-            let label = format!("{name} H{heads} B128");
-            if !assembles_without_spills(&label, &kernel) {
-                spilled.push(label);
-            }
-        }
-    }
-    assert!(
-        spilled.is_empty(),
-        "persistent configurations that spill: {spilled:#?}"
     );
 }
 

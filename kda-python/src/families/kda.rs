@@ -52,15 +52,6 @@ impl Family for Kda {
             ScheduleChoice::Explicit(s) => KdaConfig::new(h, requests, g, b, s, t),
         }
         .map_err(|e| format!("KdaSplit: {e}"))
-        .and_then(|cfg| {
-            // The persistent grid is sized from the loaded kernel and takes
-            // the request count as a u32 scalar; the bindings do neither yet.
-            if cfg.schedule.persistent {
-                Err("KdaSplit: persistent schedules (a sixth entry) are not supported from Python yet; use kda-split".into())
-            } else {
-                Ok(cfg)
-            }
-        })
     }
 
     fn assemble(&self, tensors: Vec<HostTensor>, scalars: &[f32]) -> KdaArgs {

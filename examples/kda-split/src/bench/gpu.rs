@@ -260,9 +260,8 @@ pub fn measure_kda(
     budget: &Budget,
     check: bool,
 ) -> Result<KdaMeasure, RuntimeError> {
-    let (kernel, mut launch) = workload.kernel(cfg)?;
+    let (kernel, launch) = workload.kernel(cfg)?;
     let module: CudaKernel = dev.load(&kernel)?;
-    launch.grid = workload.grid(dev, &module, cfg)?;
     workload.poison_output(dev)?;
     let before = if check {
         Some(workload.host_args(dev, 0)?)

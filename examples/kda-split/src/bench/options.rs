@@ -270,7 +270,7 @@ mod tests {
             "bench", "--heads", "6,32", "--batch", "1,128", "--tokens", "1,4", "--quick",
         ]);
         assert_eq!(o.points().len(), 8);
-        assert_eq!(o.schedules().len(), 5);
+        assert_eq!(o.schedules().len(), 4);
         let o = parse(&[
             "--schedule",
             "e2-c2;1,8,0",
@@ -303,6 +303,6 @@ mod tests {
         assert_eq!(j.check_mib, Some(2048));
         assert_eq!(j.points, [[2, 1, 1]]);
         assert_eq!(o.to_json().check_mib, None);
-        assert_eq!(o.to_json().schedules.len(), 12);
+        assert_eq!(o.to_json().schedules.len(), 10);
     }
 }

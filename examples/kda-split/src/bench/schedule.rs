@@ -1,6 +1,5 @@
 //! Schedules as the command line spells them: `auto`, a name (`seed`,
-//! `default`, `e1`, ...) or raw entries
-//! `early,lanes,occupancy[,cluster[,evict[,persistent]]]`.
+//! `default`, `e1`, ...) or raw entries `early,lanes,occupancy[,cluster[,evict]]`.
 //! One parser ([`Candidate`]'s `FromStr`) serves every command's
 //! `--schedule`: the demo, `run`, `ptx`, `info`, `bench` and `autotune`.
 
@@ -29,7 +28,7 @@ pub struct Candidate {
 pub enum ScheduleError {
     #[error(
         "`{entry}` is not a non-negative integer (expected auto, seed, one of {names} or \
-         early,lanes,occupancy[,cluster[,evict[,persistent]]])",
+         early,lanes,occupancy[,cluster[,evict]])",
         names = NAMED.join(", ")
     )]
     Entry { entry: String },
@@ -38,10 +37,8 @@ pub enum ScheduleError {
     Length(ConfigError),
 }
 
-/// The named schedules besides `auto` and `seed`; a `-p` suffix is the
-/// persistent grid (sixth entry 1), measured by the default sweep at
-/// batch >= [`PERSISTENT_MIN_BATCH`] only.
-pub const NAMED: [&str; 10] = [
+/// The named schedules besides `auto` and `seed`.
+pub const NAMED: [&str; 8] = [
     "e1",
     "e1-l8",
     "e1-l16",
@@ -50,13 +47,7 @@ pub const NAMED: [&str; 10] = [
     "e2-c4",
     "e2-c2-evict",
     "e3-c2",
-    "e2-c2-p",
-    "e3-c2-p",
 ];
-
-/// The default sweep measures persistent schedules from this batch up
-/// (below it a launch has few (request, head) items per resident cluster).
-pub const PERSISTENT_MIN_BATCH: u32 = 64;
 
 /// The named schedules (`None`: not a name).
 pub fn named(label: &str) -> Option<Candidate> {
@@ -71,8 +62,6 @@ pub fn named(label: &str) -> Option<Candidate> {
         "e2-c4" => &[2, 0, 0, 4],
         "e2-c2-evict" => &[2, 0, 0, 2, 1],
         "e3-c2" => &[3, 0, 0, 2],
-        "e2-c2-p" => &[2, 0, 0, 2, 0, 1],
-        "e3-c2-p" => &[3, 0, 0, 2, 0, 1],
         _ => return None,
     };
     Some(Candidate::new(label, raw))
@@ -81,11 +70,7 @@ pub fn named(label: &str) -> Option<Candidate> {
 /// The bench's sweep without `--schedule` (`auto` first: it is always
 /// measured under its own name).
 pub fn default_schedules(quick: bool) -> Vec<Candidate> {
-    let names: &[&str] = if quick {
-        &["e1", "e2-c2", "e3-c2-p"]
-    } else {
-        &NAMED
-    };
+    let names: &[&str] = if quick { &["e1", "e2-c2"] } else { &NAMED };
     let mut all = vec![Candidate::auto(), Candidate::seed()];
     all.extend(names.iter().filter_map(|n| named(n)));
     all
@@ -94,7 +79,7 @@ pub fn default_schedules(quick: bool) -> Vec<Candidate> {
 impl FromStr for Candidate {
     type Err = ScheduleError;
 
-    /// A name, or 3 to 6 comma-separated entries (labelled `[text]`, or
+    /// A name, or 3 to 5 comma-separated entries (labelled `[text]`, or
     /// `seed` for `0,0,0`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
@@ -112,7 +97,7 @@ impl FromStr for Candidate {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if !(3..=6).contains(&raw.len()) {
+        if !(3..=5).contains(&raw.len()) {
             return Err(ScheduleError::Length(ConfigError::ScheduleLength {
                 len: raw.len(),
             }));
@@ -142,11 +127,6 @@ impl Candidate {
     /// `seed`: the seed's defaults, `0,0,0`.
     pub fn seed() -> Candidate {
         Candidate::new("seed", &[0, 0, 0])
-    }
-
-    /// Whether this schedule is persistent (a nonzero sixth entry).
-    pub fn persistent(&self) -> bool {
-        self.raw.get(5).is_some_and(|&p| p != 0)
     }
 
     /// Whether this is `auto`, not yet resolved.
@@ -270,14 +250,10 @@ mod tests {
             ScheduleError::Length(ConfigError::ScheduleLength { len: 2 })
         );
         assert!(
-            e.to_string().contains("schedule needs 3 to 6 entries"),
+            e.to_string().contains("schedule needs 3 to 5 entries"),
             "{e}"
         );
-        assert!(parse("1,2,3,4,5,6,7").is_err());
-        let p = parse("3,16,0,2,0,1").unwrap();
-        assert!(p.persistent() && p.text() == "3,16,0,2,0,1");
-        assert!(named("e3-c2-p").unwrap().persistent());
-        assert!(!named("e3-c2").unwrap().persistent());
+        assert!(parse("1,2,3,4,5,6").is_err());
     }
 
     #[test]
@@ -294,10 +270,8 @@ mod tests {
                 c.label
             );
         }
-        assert_eq!(default_schedules(false).len(), 12);
-        assert_eq!(default_schedules(true).len(), 5);
-        let p = KdaConfig::new(12, 128, 0, true, &named("e2-c2-p").unwrap().raw, 1).unwrap();
-        assert!(p.schedule.persistent && p.cluster() == 2);
+        assert_eq!(default_schedules(false).len(), 10);
+        assert_eq!(default_schedules(true).len(), 4);
     }
 
     #[test]

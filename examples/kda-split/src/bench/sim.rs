@@ -74,9 +74,8 @@ pub fn check_workload(
                 continue;
             }
         };
-        let (kernel, mut launch): (_, LaunchConfig) = w.kernel(&cfg)?;
+        let (kernel, launch): (_, LaunchConfig) = w.kernel(&cfg)?;
         let module = dev.load(&kernel)?;
-        launch.grid = w.grid(dev, &module, &cfg)?;
         for step in 0..steps {
             w.poison_output(dev)?;
             let args = w.host_args(dev, step)?;

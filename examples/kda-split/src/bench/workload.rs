@@ -352,21 +352,8 @@ impl<D: BenchDevice> Workload<D> {
             .collect();
         let scalars = crate::run::scalars(&self.args);
         let bound = kda_runtime::typed::bind::<D>(&kernel, &tensors, &scalars)?;
-        // A persistent schedule's grid is sized once the kernel is loaded
-        // ([`Workload::grid`]); until then it holds one cluster per item.
         let grid = [cfg.cluster(), cfg.heads, self.point.batch];
         Ok((kernel, bound.config(Launch::grid(grid).pdl(true))))
-    }
-
-    /// The grid of `cfg`'s kernel `module` (loaded on `dev`): `(C, H, B)`, or
-    /// for a persistent schedule as many clusters as `dev` holds at once.
-    pub fn grid(
-        &self,
-        dev: &D,
-        module: &D::Module,
-        cfg: &KdaConfig,
-    ) -> Result<[u32; 3], RuntimeError> {
-        crate::run::grid(cfg, self.point.batch).resolve(dev, module)
     }
 
     /// The buffers of step `step` (its group's slot table) in the order of

@@ -205,7 +205,7 @@ pub fn order_for(cfg: &KdaConfig) -> RawGateOrder {
 pub fn describe(cfg: &KdaConfig) -> String {
     let s = &cfg.schedule;
     format!(
-        "heads {}, batch {}, tokens {}, gate mode {}, bias {}; schedule [{}]: cluster {}, lanes {}, early {}, occupancy {}, evict {}{}{}",
+        "heads {}, batch {}, tokens {}, gate mode {}, bias {}; schedule [{}]: cluster {}, lanes {}, early {}, occupancy {}, evict {}{}",
         cfg.heads,
         cfg.batch,
         cfg.tokens,
@@ -221,16 +221,21 @@ pub fn describe(cfg: &KdaConfig) -> String {
             s.occupancy.to_string()
         },
         if s.evict { "on" } else { "off" },
-        if s.persistent { ", persistent" } else { "" },
         if cfg.fast_math() { ", fast math" } else { "" },
     )
 }
 
-/// The schedule as `early,lanes,occupancy,cluster,evict` (raw values),
-/// with `,1` after them for a persistent one.
+/// The schedule as `early,lanes,occupancy,cluster,evict` (raw values).
 pub fn raw_schedule(cfg: &KdaConfig) -> String {
-    let e = cfg.schedule.entries();
-    e.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    let s = &cfg.schedule;
+    format!(
+        "{},{},{},{},{}",
+        s.early,
+        s.lanes,
+        s.occupancy,
+        s.cluster,
+        u8::from(s.evict)
+    )
 }
 
 /// A compact label: `H12 B8 T1 mode0 bias1 sched[0,0,0,0,0]`.

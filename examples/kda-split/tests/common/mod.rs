@@ -61,44 +61,7 @@ pub const MATRIX: &[Point] = &[
     p(6, 3, 8, 1, true, [1, 16, 1, 2, 0]),
 ];
 
-/// Points run with the persistent schedule (the same entries plus a sixth
-/// entry of 1) on a simulated machine holding the given number of clusters, fewer
-/// than the (request, head) items, so every cluster loops, some an odd
-/// number of times: both staged T = 1 paths (the bulk-copy ring) at C = 2
-/// and C = 1, registers at T = 1 and T > 1, gate mode 2, padding requests
-/// and write holes (the generated cases have both).
-pub const PERSISTENT: &[(Point, u32)] = &[
-    // T = 1 staged, C = 2, evict: 10 items over 3 clusters (4, 3, 3).
-    (p(2, 5, 1, 0, true, [2, 16, 0, 2, 1]), 3),
-    // T = 1 staged with the gate's cp.async staging, C = 1: 6 items over 4.
-    (p(2, 3, 1, 1, false, [3, 8, 1, 1, 0]), 4),
-    // T = 1 registers (early 1), C = 4, fast math: 24 items over 5.
-    (p(12, 2, 1, 1, true, [1, 16, 0, 4, 0]), 5),
-    // T = 1 gate mode 2 (early 0, default cluster 4): 9 items over 2.
-    (p(3, 3, 1, 2, true, [0, 16, 0, 0, 0]), 2),
-    // T = 2 and T = 3, C = 2 and C = 4: 8 items over 3, 6 over 2.
-    (p(2, 4, 2, 0, true, [1, 16, 0, 2, 0]), 3),
-    (p(2, 3, 3, 1, false, [0, 8, 0, 4, 0]), 2),
-];
-
 impl Point {
-    /// The configuration with the persistent knob (sixth schedule entry) on.
-    pub fn persistent_config(&self) -> KdaConfig {
-        let mut raw = self.schedule.to_vec();
-        raw.push(1);
-        let cfg = KdaConfig::new(
-            self.heads,
-            self.batch as u32,
-            self.gate_mode,
-            self.has_bias,
-            &raw,
-            self.tokens,
-        )
-        .unwrap_or_else(|e| panic!("{self:?} persistent: {e}"));
-        assert!(cfg.schedule.persistent);
-        cfg
-    }
-
     pub fn config(&self) -> KdaConfig {
         KdaConfig::new(
             self.heads,

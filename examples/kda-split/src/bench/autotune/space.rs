@@ -72,9 +72,6 @@ pub fn space(opts: &Options, point: &Point) -> Space {
     let extras = NAMED
         .iter()
         .filter(|n| opts.evict() || !n.ends_with("evict"))
-        // The tuned table holds five-entry schedules: persistent ones are
-        // measured by `bench`, not searched.
-        .filter(|n| !n.ends_with("-p"))
         .filter_map(|n| named(n))
         .chain(opts.sweep.schedules.iter().map(|c| c.at(point)));
     for c in extras {

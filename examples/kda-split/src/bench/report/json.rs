@@ -143,10 +143,8 @@ impl RowJson {
 
     /// The explicit schedule (`[early, lanes, occupancy, cluster, evict]`)
     /// the row resolved to, if it says.
-    /// A persistent row has none: the tuned table's five entries cannot
-    /// say so.
     pub fn schedule(&self) -> Option<[u32; 5]> {
-        self.resolved.filter(|r| !r.persistent).map(|r| r.raw())
+        self.resolved.map(|r| r.raw())
     }
 
     /// The µs/step of a good measurement.
@@ -166,8 +164,6 @@ pub struct ResolvedJson {
     pub evict: bool,
     pub lanes: u32,
     pub occupancy: u32,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub persistent: bool,
 }
 
 impl ResolvedJson {
@@ -191,7 +187,6 @@ impl From<Schedule> for ResolvedJson {
             evict: s.evict,
             lanes: s.lanes,
             occupancy: s.occupancy,
-            persistent: s.persistent,
         }
     }
 }
