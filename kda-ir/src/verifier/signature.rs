@@ -541,21 +541,7 @@ impl Sig<'_, '_> {
                 } else {
                     &a[..]
                 };
-                match a.split_first() {
-                    None => self.err(format!(
-                        "`{m}` takes a shared index and one index per tensor dimension, found none"
-                    )),
-                    Some((&s, g)) => {
-                        self.index(s);
-                        self.global(*tensor, g, None, true);
-                        if *bytes == 0 || bytes % 16 != 0 {
-                            self.err(format!(
-                                "`{m}` copies a positive multiple of 16 bytes, found {bytes}"
-                            ));
-                        }
-                        self.copy_target(*buffer, *tensor, *bytes);
-                    }
-                }
+                self.bulk_operands(&m, a, *buffer, *tensor, *bytes, true);
             }
             Op::BulkStore {
                 buffer,
@@ -564,21 +550,7 @@ impl Sig<'_, '_> {
                 ..
             } => {
                 self.results(0);
-                match a.split_first() {
-                    None => self.err(format!(
-                        "`{m}` takes a shared index and one index per tensor dimension, found none"
-                    )),
-                    Some((&s, g)) => {
-                        self.index(s);
-                        self.global(*tensor, g, None, false);
-                        if *bytes == 0 || bytes % 16 != 0 {
-                            self.err(format!(
-                                "`{m}` stores a positive multiple of 16 bytes, found {bytes}"
-                            ));
-                        }
-                        self.copy_target(*buffer, *tensor, *bytes);
-                    }
-                }
+                self.bulk_operands(&m, &a, *buffer, *tensor, *bytes, false);
             }
             Op::MbarArrive { barrier, ring } => {
                 if self.arity((*ring > 0) as usize, 0) {
@@ -883,6 +855,34 @@ impl Sig<'_, '_> {
                 d.align
             ));
         }
+    }
+
+    /// The operands of a bulk copy (`load`: global to shared) or bulk store
+    /// between buffer `b` and tensor `t`: a shared index, one index per
+    /// tensor dimension, a positive multiple of 16 bytes.
+    fn bulk_operands(
+        &mut self,
+        m: &str,
+        a: &[Value],
+        b: Buffer,
+        t: Tensor,
+        bytes: u32,
+        load: bool,
+    ) {
+        let Some((&s, g)) = a.split_first() else {
+            return self.err(format!(
+                "`{m}` takes a shared index and one index per tensor dimension, found none"
+            ));
+        };
+        self.index(s);
+        self.global(t, g, None, load);
+        if bytes == 0 || !bytes.is_multiple_of(16) {
+            let verb = if load { "copies" } else { "stores" };
+            self.err(format!(
+                "`{m}` {verb} a positive multiple of 16 bytes, found {bytes}"
+            ));
+        }
+        self.copy_target(b, t, bytes);
     }
 
     /// An async copy of `bytes` into `b` from `t`: both 16-byte aligned.

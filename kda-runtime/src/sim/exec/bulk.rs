@@ -14,7 +14,7 @@
 //! before the write, thus sees stale bytes under some schedule, and the
 //! race detector reports it under every schedule (`race` module).
 
-use super::ldst::{checked_shared, global_oob, misaligned_global, rd_idx};
+use super::ldst::{bulk_global_byte, checked_shared, rd_idx};
 use super::{Cluster, Warp, race_error, site};
 use crate::sim::decode::{Ins, Program};
 use crate::sim::memory::write_words;
@@ -100,31 +100,10 @@ pub(super) fn exec(
             while m != 0 {
                 let l = m.trailing_zeros() as usize;
                 m &= m - 1;
-                for (i, &x) in gidx.iter().enumerate() {
-                    idx[i] = rd_idx(&w.regs, x, l);
-                }
-                let r = gidx.len();
-                let elems = (*bytes / tv.dtype_bytes) as u64;
-                let Some(off) = tv.bulk_offset(&idx[..r], *bytes as u64) else {
-                    return Err(global_oob(
-                        k,
-                        *t,
-                        &idx[..r],
-                        tv,
-                        elems,
-                        site(prog, w, cx, Some(l as u32)),
-                    ));
-                };
-                let gbyte = off * tv.dtype_bytes as u64;
-                if !gbyte.is_multiple_of(16) {
-                    return Err(misaligned_global(
-                        k,
-                        *t,
-                        gbyte,
-                        16,
-                        site(prog, w, cx, Some(l as u32)),
-                    ));
-                }
+                let gbyte =
+                    bulk_global_byte(k, *t, tv, &w.regs, gidx, &mut idx, l, *bytes, || {
+                        site(prog, w, cx, Some(l as u32))
+                    })?;
                 let i = rd_idx(&w.regs, *sidx, l);
                 let sbyte = checked_shared(k, *sb, w.rank, i, *bytes, || {
                     site(prog, w, cx, Some(l as u32))

@@ -318,31 +318,10 @@ pub(super) fn exec(
             while m != 0 {
                 let l = m.trailing_zeros() as usize;
                 m &= m - 1;
-                for (i, &x) in gidx.iter().enumerate() {
-                    idx[i] = rd_idx(&w.regs, x, l);
-                }
-                let r = gidx.len();
-                let elems = (*bytes / tv.dtype_bytes) as u64;
-                let Some(off) = tv.bulk_offset(&idx[..r], *bytes as u64) else {
-                    return Err(global_oob(
-                        k,
-                        *t,
-                        &idx[..r],
-                        tv,
-                        elems,
-                        site(prog, w, cx, Some(l as u32)),
-                    ));
-                };
-                let gbyte = off * tv.dtype_bytes as u64;
-                if !gbyte.is_multiple_of(16) {
-                    return Err(misaligned_global(
-                        k,
-                        *t,
-                        gbyte,
-                        16,
-                        site(prog, w, cx, Some(l as u32)),
-                    ));
-                }
+                let gbyte =
+                    bulk_global_byte(k, *t, tv, &w.regs, gidx, &mut idx, l, *bytes, || {
+                        site(prog, w, cx, Some(l as u32))
+                    })?;
                 if cx.race.on {
                     let kind = AccessKind::Read;
                     super::bulk::check_global(prog, w, cx, *t, gbyte, *bytes, l as u32, kind)?;
@@ -554,6 +533,36 @@ fn global_byte(
     let byte = off * tv.dtype_bytes as u64;
     if !byte.is_multiple_of(align as u64) {
         return Err(misaligned_global(k, t, byte, align, site()));
+    }
+    Ok(byte)
+}
+
+/// The byte offset in tensor `t` of a bulk copy of `bytes` at lane `l`'s
+/// index (`ix`, read into `idx`), checked against the tensor's extents and
+/// for the 16-byte alignment bulk copies need.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn bulk_global_byte(
+    k: &kda_ir::Kernel,
+    t: u32,
+    tv: &TensorView<'_>,
+    regs: &[u32],
+    ix: &[Idx],
+    idx: &mut [i64; 8],
+    l: usize,
+    bytes: u32,
+    site: impl Fn() -> Site,
+) -> Result<u64, SimError> {
+    for (i, &x) in ix.iter().enumerate() {
+        idx[i] = rd_idx(regs, x, l);
+    }
+    let r = ix.len();
+    let elems = (bytes / tv.dtype_bytes) as u64;
+    let Some(off) = tv.bulk_offset(&idx[..r], bytes as u64) else {
+        return Err(global_oob(k, t, &idx[..r], tv, elems, site()));
+    };
+    let byte = off * tv.dtype_bytes as u64;
+    if !byte.is_multiple_of(16) {
+        return Err(misaligned_global(k, t, byte, 16, site()));
     }
     Ok(byte)
 }
