@@ -9,8 +9,9 @@
 //! (default 1) picks the mutations.
 //!
 //! The parser refuses entity numbers far past what the text can define and
-//! regions nested deeper than 256 (`parse/mod.rs`); the mutator goes past
-//! both.
+//! regions nested deeper than `MAX_NESTING` (`parse/mod.rs`); the mutator
+//! goes past both. An input that runs for over 5 s is a finding too, written
+//! out as `slow-<seed>-<n>.kir`.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -24,8 +25,11 @@ use kda_ir::write::write_kernel;
 /// Value numbers above this are folded back: past the parser's limit, so
 /// both sides of it are tried, but not into numbers a text could never reach.
 const MAX_VALUE: u64 = 1 << 40;
-/// Nested `if`s the mutator adds at most: past the parser's 256.
+/// Nested `if`s the mutator adds at most: past the parser's limit.
 const MAX_NEST: usize = 300;
+/// One input running longer than this is a finding (the whole pipeline on a
+/// filetest-sized kernel takes milliseconds).
+const SLOW: Duration = Duration::from_secs(5);
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -299,7 +303,16 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
 fn the_checked_in_reproducers_do_not_panic() {
     let failures: Vec<String> = reproducers()
         .into_iter()
-        .filter_map(|(p, t)| guarded(&t).err().map(|e| format!("{}: {e}", p.display())))
+        .filter_map(|(p, t)| {
+            let start = Instant::now();
+            let result = guarded(&t);
+            let took = start.elapsed();
+            match result {
+                Err(e) => Some(format!("{}: {e}", p.display())),
+                Ok(_) if took > SLOW => Some(format!("{}: took {took:?}", p.display())),
+                Ok(_) => None,
+            }
+        })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -329,6 +342,31 @@ fn mutated_ir_text_never_panics() {
     let mut findings = Vec::new();
     let mut recent: Vec<String> = Vec::new();
     let mut inputs = 0u64;
+    // A watchdog: an input that takes longer than SLOW is a finding too
+    // (a hang or a blow-up in some pass); it is written out and the run
+    // stops, instead of running into the CI limit or the OOM killer.
+    let current = std::sync::Arc::new(std::sync::Mutex::new((0u64, Instant::now(), String::new())));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let (current, done, out_dir) = (current.clone(), done.clone(), out_dir.clone());
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                let c = current.lock().unwrap_or_else(|e| e.into_inner());
+                if c.1.elapsed() > SLOW {
+                    let _ = std::fs::create_dir_all(&out_dir);
+                    let path = out_dir.join(format!("slow-{seed}-{}.kir", c.0));
+                    let _ = std::fs::write(&path, &c.2);
+                    eprintln!(
+                        "fuzz ir-text: input {} has run for over {SLOW:?}; written to {} (check it in under tests/fuzz_text/)",
+                        c.0,
+                        path.display()
+                    );
+                    std::process::exit(1);
+                }
+            }
+        })
+    };
     while Instant::now() < deadline && findings.len() < 20 {
         let base = if !recent.is_empty() && rng.below(3) == 0 {
             recent[rng.below(recent.len())].clone()
@@ -337,6 +375,8 @@ fn mutated_ir_text_never_panics() {
         };
         let input = mutate(&mut rng, &base, &seeds);
         inputs += 1;
+        *current.lock().unwrap_or_else(|e| e.into_inner()) =
+            (inputs, Instant::now(), input.clone());
         match guarded(&input) {
             Ok(o) => {
                 counts[o as usize] += 1;
@@ -355,6 +395,8 @@ fn mutated_ir_text_never_panics() {
             }
         }
     }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = watchdog.join();
     panic::set_hook(hook);
     eprintln!(
         "fuzz ir-text: seed {seed}, {inputs} inputs in {seconds} s: {} parse errors, {} verifier errors, {} failed to schedule, {} compiled; {} panics",

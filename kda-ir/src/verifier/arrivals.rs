@@ -32,8 +32,17 @@ use crate::kernel::{Kernel, ValueDef};
 use crate::op::{BinOp, CmpOp, Op, Special, UnOp};
 use crate::types::Scalar;
 
+/// Threads per CTA the launch check accepts (`decls.rs`).
+const MAX_BLOCK: u32 = 1024;
+
 pub(super) fn check(cx: &mut Ctx, layout: &Layout, uni: &Uniformity) {
     let k = cx.k;
+    // Arrivals are counted thread by thread: only for a block the launch
+    // check accepts (at most 1024 threads; a larger one is already an error
+    // there, and counting 2^32 threads hung the IR fuzz target).
+    if k.launch.block == 0 || k.launch.block > MAX_BLOCK {
+        return;
+    }
     // Arrivals and waits per barrier (a ring: its first element), in layout order.
     let mut arrives: BTreeMap<Barrier, Vec<Inst>> = BTreeMap::new();
     let mut waits: BTreeMap<Barrier, Vec<Inst>> = BTreeMap::new();
