@@ -6,9 +6,10 @@
 //! the same bytes). Both figures count bytes read plus bytes written.
 
 use kda_runtime::cuda::median;
-use kda_runtime::{CudaDevice, Device, DeviceTensor, Graph, Launch, RuntimeError};
+use kda_runtime::{CudaDevice, Device, DeviceTensor, Graph, RuntimeError};
 
 use crate::kernel::{Ring, TILE, pipelined_copy};
+use crate::run::persistent_launch;
 
 /// One measured configuration.
 #[derive(Clone, Debug)]
@@ -117,8 +118,7 @@ pub fn bench(
         let module = dev.load(&pipelined_copy(ring))?;
         let tile = ring.tile as usize;
         let tiles = floats as usize / tile;
-        let launch =
-            Launch::persistent(dev, &module, tiles.div_ceil(ring.cluster as usize) as u64)?;
+        let launch = persistent_launch(dev, &module, ring, tiles as u32)?;
         let args = pipelined_copy::Args::<CudaDevice> {
             x: x.view([tiles, tile], [tile, 1])?,
             y: y.view([tiles, tile], [tile, 1])?,

@@ -31,8 +31,9 @@ struct Cli {
     /// ceiling (needs a GPU).
     #[arg(long)]
     bench: bool,
-    /// Input bytes for --bench.
-    #[arg(long, default_value_t = 1 << 30)]
+    /// Input bytes for --bench (16 KiB to 16 GiB: input and output are
+    /// both held on the device, the input also on the host).
+    #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(16 << 10..=16 << 30))]
     bytes: u64,
     /// Timed runs per configuration for --bench.
     #[arg(long, default_value_t = 20)]

@@ -35,6 +35,18 @@ pub fn reference(x: &[f32], a: f32, b: f32) -> Vec<f32> {
     x.iter().map(|&v| v * a + b).collect()
 }
 
+/// The persistent grid for `tiles` tiles: as many clusters as the device
+/// holds at once, at most one per work item (a cluster's group of tiles, one
+/// per CTA).
+pub fn persistent_launch<D: Device>(
+    dev: &D,
+    module: &D::Module,
+    ring: &Ring,
+    tiles: u32,
+) -> Result<Launch, RuntimeError> {
+    Launch::persistent(dev, module, tiles.div_ceil(ring.cluster) as u64)
+}
+
 /// What one checked run launched.
 #[derive(Copy, Clone, Debug)]
 pub struct Ran {
@@ -56,9 +68,8 @@ pub fn run_checked<D: Device>(
     let shape = [tiles as usize, ring.tile as usize];
     let x = DeviceTensor::upload(dev, &xs, shape)?;
     let y = DeviceTensor::<D, f32, 2>::zeros(dev, shape)?;
-    // A work item of the persistent launch is a cluster's pair of tiles.
     let c = ring.cluster;
-    let mut launch = Launch::persistent(dev, &module, tiles.div_ceil(c) as u64)?;
+    let mut launch = persistent_launch(dev, &module, ring, tiles)?;
     if let Some(g) = max_grid {
         launch = Launch::grid([launch.grid[0].min(g.max(c) / c * c), 1, 1]);
     }

@@ -15,11 +15,11 @@
 //! race detector reports it under every schedule (`race` module).
 
 use super::ldst::{bulk_global_byte, checked_shared, rd_idx};
-use super::{Cluster, Warp, race_error, site};
+use super::{Cluster, Warp, earlier_access, later_access, race_error, site};
 use crate::sim::decode::{Ins, Program};
 use crate::sim::memory::write_words;
 use crate::sim::race::GlobalConflict;
-use crate::sim::report::{AccessKind, GlobalRace, RaceAccess, SimError, Site};
+use crate::sim::report::{AccessKind, GlobalRace, SimError};
 
 /// A queued bulk store.
 pub(crate) struct Pending {
@@ -210,23 +210,14 @@ fn global_race(
             .clone(),
         start: c.start,
         end: c.end,
-        earlier: RaceAccess {
-            kind: AccessKind::BulkWrite { group: c.group },
-            site: Site {
-                loc: prog.loc_of(pc).clone(),
-                op: prog.op_name(pc),
-                cluster: cx.index,
-                block: cx.ctas[er as usize].block,
-                rank: er,
-                warp: ew,
-                lane: None,
-            },
-            role: prog.role_name(pc, ew),
-        },
-        later: RaceAccess {
-            kind,
-            site: site(prog, w, cx, Some(lane)),
-            role: prog.role_name(w.pc as usize, w.warp),
-        },
+        earlier: earlier_access(
+            prog,
+            cx,
+            pc,
+            er,
+            ew,
+            AccessKind::BulkWrite { group: c.group },
+        ),
+        later: later_access(prog, w, cx, lane, kind),
     }))
 }

@@ -523,23 +523,13 @@ fn global_byte(
     align: u32,
     site: impl Fn() -> Site,
 ) -> Result<u64, SimError> {
-    for (i, &x) in ix.iter().enumerate() {
-        idx[i] = rd_idx(regs, x, l);
-    }
-    let r = ix.len();
-    let Some(off) = tv.offset(&idx[..r], elems) else {
-        return Err(global_oob(k, t, &idx[..r], tv, elems, site()));
-    };
-    let byte = off * tv.dtype_bytes as u64;
-    if !byte.is_multiple_of(align as u64) {
-        return Err(misaligned_global(k, t, byte, align, site()));
-    }
-    Ok(byte)
+    let at = |idx: &[i64]| tv.offset(idx, elems);
+    checked_global_byte(k, t, tv, regs, ix, idx, l, elems, align, at, site)
 }
 
 /// The byte offset in tensor `t` of a bulk copy of `bytes` at lane `l`'s
-/// index (`ix`, read into `idx`), checked against the tensor's extents and
-/// for the 16-byte alignment bulk copies need.
+/// index (`ix`, read into `idx`), checked against the tensor's span and for
+/// the 16-byte alignment bulk copies need.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn bulk_global_byte(
     k: &kda_ir::Kernel,
@@ -552,17 +542,38 @@ pub(super) fn bulk_global_byte(
     bytes: u32,
     site: impl Fn() -> Site,
 ) -> Result<u64, SimError> {
+    let elems = (bytes / tv.dtype_bytes) as u64;
+    let at = |idx: &[i64]| tv.bulk_offset(idx, bytes as u64);
+    checked_global_byte(k, t, tv, regs, ix, idx, l, elems, 16, at, site)
+}
+
+/// Both of the above: read lane `l`'s indices, find the element offset with
+/// `at` (`None`: out of bounds, reported with `elems`), check `align`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn checked_global_byte(
+    k: &kda_ir::Kernel,
+    t: u32,
+    tv: &TensorView<'_>,
+    regs: &[u32],
+    ix: &[Idx],
+    idx: &mut [i64; 8],
+    l: usize,
+    elems: u64,
+    align: u32,
+    at: impl Fn(&[i64]) -> Option<u64>,
+    site: impl Fn() -> Site,
+) -> Result<u64, SimError> {
     for (i, &x) in ix.iter().enumerate() {
         idx[i] = rd_idx(regs, x, l);
     }
     let r = ix.len();
-    let elems = (bytes / tv.dtype_bytes) as u64;
-    let Some(off) = tv.bulk_offset(&idx[..r], bytes as u64) else {
+    let Some(off) = at(&idx[..r]) else {
         return Err(global_oob(k, t, &idx[..r], tv, elems, site()));
     };
     let byte = off * tv.dtype_bytes as u64;
-    if !byte.is_multiple_of(16) {
-        return Err(misaligned_global(k, t, byte, 16, site()));
+    if !byte.is_multiple_of(align as u64) {
+        return Err(misaligned_global(k, t, byte, align, site()));
     }
     Ok(byte)
 }

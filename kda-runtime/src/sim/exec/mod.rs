@@ -283,25 +283,49 @@ fn race_error(
         rank: c.rank,
         start: c.start - base,
         end: c.end - base,
-        earlier: RaceAccess {
-            kind: earlier_kind,
-            site: Site {
-                loc: prog.loc_of(pc).clone(),
-                op: prog.op_name(pc),
-                cluster: cx.index,
-                block: cx.ctas[er as usize].block,
-                rank: er,
-                warp: ew,
-                lane: None,
-            },
-            role: prog.role_name(pc, ew),
-        },
-        later: RaceAccess {
-            kind: later,
-            site: site(prog, w, cx, Some(lane)),
-            role: prog.role_name(w.pc as usize, w.warp),
-        },
+        earlier: earlier_access(prog, cx, pc, er, ew, earlier_kind),
+        later: later_access(prog, w, cx, lane, later),
     }))
+}
+
+/// The earlier access of a race: warp `ew` of CTA rank `er` at `pc` (no
+/// lane: the detector keeps clocks per warp).
+fn earlier_access(
+    prog: &Program,
+    cx: &Cluster<'_>,
+    pc: usize,
+    er: u32,
+    ew: u32,
+    kind: AccessKind,
+) -> RaceAccess {
+    RaceAccess {
+        kind,
+        site: Site {
+            loc: prog.loc_of(pc).clone(),
+            op: prog.op_name(pc),
+            cluster: cx.index,
+            block: cx.ctas[er as usize].block,
+            rank: er,
+            warp: ew,
+            lane: None,
+        },
+        role: prog.role_name(pc, ew),
+    }
+}
+
+/// The later access of a race: `lane` of warp `w`, now.
+fn later_access(
+    prog: &Program,
+    w: &Warp,
+    cx: &Cluster<'_>,
+    lane: u32,
+    kind: AccessKind,
+) -> RaceAccess {
+    RaceAccess {
+        kind,
+        site: site(prog, w, cx, Some(lane)),
+        role: prog.role_name(w.pc as usize, w.warp),
+    }
 }
 
 /// Run `w` for at most `budget` instructions. Returns the number executed
