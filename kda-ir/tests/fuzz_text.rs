@@ -292,6 +292,20 @@ fn guarded(text: &str) -> Result<Outcome, String> {
     })
 }
 
+/// Write a finding's input whole or not at all (a temporary file in the
+/// same folder, renamed into place): the watchdog exits right after.
+fn write_finding(path: &Path, text: &str) {
+    let tmp = path.with_extension("kir.tmp");
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&tmp, text))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        eprintln!("fuzz ir-text: could not write {}: {e}", path.display());
+    }
+}
+
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
@@ -354,9 +368,8 @@ fn mutated_ir_text_never_panics() {
                 std::thread::sleep(Duration::from_millis(200));
                 let c = current.lock().unwrap_or_else(|e| e.into_inner());
                 if c.1.elapsed() > SLOW {
-                    let _ = std::fs::create_dir_all(&out_dir);
                     let path = out_dir.join(format!("slow-{seed}-{}.kir", c.0));
-                    let _ = std::fs::write(&path, &c.2);
+                    write_finding(&path, &c.2);
                     eprintln!(
                         "fuzz ir-text: input {} has run for over {SLOW:?}; written to {} (check it in under tests/fuzz_text/)",
                         c.0,
@@ -388,9 +401,8 @@ fn mutated_ir_text_never_panics() {
                 }
             }
             Err(msg) => {
-                let _ = std::fs::create_dir_all(&out_dir);
                 let path = out_dir.join(format!("crash-{seed}-{inputs}.kir"));
-                let _ = std::fs::write(&path, &input);
+                write_finding(&path, &input);
                 findings.push(format!("{}: {msg}", path.display()));
             }
         }
