@@ -58,6 +58,12 @@ pub struct Ring {
     pub cluster: u32,
     /// L2 evict-first policy on the input's bulk loads and the output's stores.
     pub evict_first: bool,
+    /// Bulk copies that fill one stage (each `tile / split` floats, all
+    /// completing the stage's `full` barrier): a divisor of `tile / 4`.
+    pub split: u32,
+    /// Each CTA takes one contiguous run of tiles (`c * per ..`) instead of
+    /// every `g`-th tile (`c, c + g, ..`).
+    pub contiguous: bool,
 }
 
 impl Ring {
@@ -71,6 +77,8 @@ impl Ring {
             consumers: CONSUMERS,
             cluster: 2,
             evict_first: true,
+            split: 1,
+            contiguous: false,
         }
     }
 }
@@ -90,8 +98,11 @@ pub fn pipelined_copy(
         tile,
         consumers,
         evict_first: evict,
+        split,
+        contiguous,
         ..
     } = *cfg;
+    let piece = tile / split;
     let producer = role!(0..32);
     let consumer = role!(32..32 + consumers);
     let full = mbarrier!(
@@ -125,21 +136,30 @@ pub fn pipelined_copy(
     });
     bar_sync(0, 32 + consumers);
 
-    // This CTA's tiles: block, block + grid, ...
-    let (first, step) = (block_idx(0), grid_dim(0));
-    let mine = (tiles + step - 1 - first) / step;
+    // This CTA's tiles: block, block + grid, ... (or one contiguous run of
+    // `per` tiles); iteration i handles tile first + i * step.
+    let (first, step, mine) = if contiguous {
+        let per = (tiles + grid_dim(0) - 1) / grid_dim(0);
+        let first = block_idx(0) * per;
+        (first, val(1u32), tiles.max(first).min(first + per) - first)
+    } else {
+        let (first, step) = (block_idx(0), grid_dim(0));
+        (first, step, (tiles + step - 1 - first) / step)
+    };
     in_role!(producer, {
         for i in range(0, mine) {
             let s = i % stages;
             empty[s].wait();
             if lane == 0 {
                 full[s].arm();
-                bulk_copy!(
-                    ring[[s, 0]] = x[[first + i * step, 0]],
-                    bytes = tile * 4,
-                    completes = full[s],
-                    evict_first = evict
-                );
+                for k in 0..split {
+                    bulk_copy!(
+                        ring[[s, k * piece]] = x[[first + i * step, k * piece]],
+                        bytes = piece * 4,
+                        completes = full[s],
+                        evict_first = evict
+                    );
+                }
             }
         }
     });

@@ -3,6 +3,7 @@
 //! runs its binary and tests share.
 
 pub mod bench;
+pub mod control;
 pub mod kernel;
 pub mod run;
 

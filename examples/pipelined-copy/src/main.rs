@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, ValueEnum};
 use kda_runtime::{AnyDevice, CudaDevice, Device};
 use pipelined_copy::Ring;
-use pipelined_copy::bench::{bench, default_rings};
+use pipelined_copy::bench::{Point, bench, default_rings, sweep_points};
 use pipelined_copy::run::run_checked;
 
 /// Which output paths the check runs.
@@ -35,6 +35,11 @@ struct Cli {
     /// both held on the device, the input also on the host).
     #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(16 << 10..=16 << 30))]
     bytes: u64,
+    /// With --bench: measure the wide sweep (tile size x stages x CTAs per
+    /// SM, bulk copies per stage, contiguous tiles) instead of the default
+    /// configurations.
+    #[arg(long, requires = "bench")]
+    sweep: bool,
     /// Timed runs per configuration for --bench.
     #[arg(long, default_value_t = 20)]
     reps: usize,
@@ -94,7 +99,12 @@ fn run_bench(cli: &Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match bench(&dev, cli.bytes, &default_rings(), cli.reps) {
+    let points: Vec<Point> = if cli.sweep {
+        sweep_points()
+    } else {
+        default_rings().into_iter().map(Point::from).collect()
+    };
+    match bench(&dev, cli.bytes, &points, cli.reps) {
         Ok(rows) => {
             let ceiling = rows[0].gbps;
             println!(
@@ -104,11 +114,12 @@ fn run_bench(cli: &Cli) -> ExitCode {
             );
             for r in &rows {
                 println!(
-                    "{:<36} {:>9.3} ms {:>8.1} GB/s {:>6.1} % of the ceiling{}",
+                    "{:<100} {:>9.3} ms {:>8.1} GB/s {:>6.1} % of the ceiling{}{}",
                     r.name,
                     r.median_ms,
                     r.gbps,
                     100.0 * r.gbps / ceiling,
+                    if r.checked { ", checked" } else { "" },
                     if r.grid > 0 {
                         format!(" (grid {})", r.grid)
                     } else {

@@ -12,6 +12,12 @@ fn every_stage_count_assembles_without_spills() {
         .flat_map(|s| [Ring::new(s, false), Ring::new(s, true)])
         .collect();
     rings.extend(::pipelined_copy::bench::default_rings());
+    rings.extend(
+        ::pipelined_copy::bench::sweep_points()
+            .into_iter()
+            .map(|p| p.ring),
+    );
+    rings.dedup();
     for ring in &rings {
         let (stages, bulk_out) = (ring.stages, ring.bulk_out);
         let k = pipelined_copy(ring);

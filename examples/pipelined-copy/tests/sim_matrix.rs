@@ -84,3 +84,30 @@ fn other_tile_sizes_and_l2_policies_match_the_host() {
         }
     }
 }
+
+#[test]
+fn the_sweeps_bulk_copies_per_stage_and_contiguous_tiles_match_the_host() {
+    // The rings `--bench --sweep` adds: several bulk copies filling one
+    // stage, and each CTA taking one contiguous run of tiles (trip counts
+    // that leave the last CTA short or empty).
+    let mut rings: Vec<Ring> = pipelined_copy::bench::sweep_points()
+        .into_iter()
+        .map(|p| p.ring)
+        .filter(|r| r.split > 1 || r.contiguous)
+        .collect();
+    rings.dedup();
+    rings.push(Ring {
+        split: 4,
+        contiguous: true,
+        ..Ring::new(3, true)
+    });
+    for ring in &rings {
+        for tiles in [0, 1, 2 * ring.stages + 1, 3 * GRID + 1] {
+            for opts in schedules().into_iter().step_by(3) {
+                let dev = SimDevice::with_options(opts);
+                run_checked(&dev, ring, tiles, Some(GRID))
+                    .unwrap_or_else(|e| panic!("{ring:?}, {tiles} tiles: {e}"));
+            }
+        }
+    }
+}

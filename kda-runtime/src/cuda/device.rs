@@ -238,6 +238,16 @@ impl CudaDevice {
         .driver("cuMemcpyDtoDAsync", NO_KERNEL)
     }
 
+    /// Streaming multiprocessors of the GPU: what a persistent grid capped
+    /// at `n` CTAs per SM is sized from.
+    pub fn sm_count(&self) -> Result<u32, RuntimeError> {
+        let sms = self
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .driver("cuDeviceGetAttribute", NO_KERNEL)?;
+        Ok(sms.max(0) as u32)
+    }
+
     /// Bytes of L2 cache of the GPU.
     pub fn l2_cache_bytes(&self) -> Result<usize, RuntimeError> {
         let bytes = self
