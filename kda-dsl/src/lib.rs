@@ -30,7 +30,9 @@ pub use arith::{fma, fma_ftz, fma_with, select};
 pub use control::{Carry, Cond, RtRange, range};
 pub use half::bf16;
 pub use hw::{block_idx, cluster_rank, grid_dim, lane_id, thread_idx};
-pub use mem::{IntoIx, Ix, Regs, Shared, SharedIndex, StoreValue, Tensor, TensorIndex, ix};
+pub use mem::{
+    AtomicElem, IntoIx, Ix, Regs, Shared, SharedIndex, StoreValue, Tensor, TensorIndex, ix,
+};
 pub use sync::{
     Barrier, Barriers, Dest, RingIndex, Role, bar_sync, bulk_commit, bulk_wait, bulk_wait_read,
     cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, cp_async_commit,

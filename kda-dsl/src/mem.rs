@@ -355,6 +355,27 @@ impl<T: Elem, const R: usize> Tensor<T, R> {
     }
 }
 
+/// The elements [`Tensor::atomic_add`] works on: 32-bit integers.
+pub trait AtomicElem: Elem {}
+impl AtomicElem for u32 {}
+impl AtomicElem for i32 {}
+
+impl<T: AtomicElem, const R: usize> Tensor<T, R> {
+    /// Add `v` to one element in one indivisible read-modify-write
+    /// (`atom.global.add`, relaxed, GPU scope) and return the element's value
+    /// before the add. Adds from any threads of any CTAs never race with
+    /// each other; all threads see them in one order, so a counter handed
+    /// out this way gives every caller a distinct ticket (a persistent
+    /// kernel's work queue). Wrapping, like the hardware.
+    #[track_caller]
+    pub fn atomic_add(self, i: impl TensorIndex<R>, v: impl Operand<T>) -> Val<T> {
+        let idx = values(i.indices());
+        let v = v.val().value();
+        let t = self.id;
+        Val::from_value(emit(|b| b.atom_add(t, &idx, v)))
+    }
+}
+
 impl<T: Elem, const R: usize, I: TensorIndex<R>> LoadHandle<I> for Tensor<T, R> {
     type Output = Val<T>;
     #[track_caller]

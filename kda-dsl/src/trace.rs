@@ -82,6 +82,10 @@ fn infer_access(k: &mut Kernel) {
             Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } => {
                 writes.insert(*tensor);
             }
+            Op::AtomAdd { tensor } => {
+                reads.insert(*tensor);
+                writes.insert(*tensor);
+            }
             _ => {}
         }
     }

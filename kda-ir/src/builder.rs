@@ -452,6 +452,15 @@ impl Builder {
             &args,
         );
     }
+    /// `atom.global.add` of `v` (u32 or i32, the tensor's dtype) to the
+    /// element of `t` at one index per dimension: the element's old value.
+    #[track_caller]
+    pub fn atom_add(&mut self, t: Tensor, idx: &[Value], v: Value) -> Value {
+        let mut args = idx.to_vec();
+        args.push(v);
+        let ty = self.ty(v);
+        self.push1(Op::AtomAdd { tensor: t }, &args, ty)
+    }
     /// Load a `ty` from this CTA's buffer `b` at element `idx`.
     #[track_caller]
     pub fn ld_shared(&mut self, b: Buffer, idx: Value, ty: Type) -> Value {

@@ -366,6 +366,8 @@ op_table! {
     LdGlobal "ld.global" Policy * -> 1;
     /// Operands: the indices, the value and, when predicated, the predicate.
     StGlobal "st.global" Policy * -> 0;
+    /// Operands: one index per dimension of the tensor, then the addend.
+    AtomAdd "atom.add" None * -> 1;
     LdShared "ld.shared" None 1 -> 1;
     StShared "st.shared" None 2 -> 0;
     Shfl "shfl" Shfl 2 -> 1;
@@ -537,6 +539,15 @@ pub enum Op {
         policy: CachePolicy,
         /// Whether the last operand is a `bool` that guards the store.
         predicated: bool,
+    },
+    /// `idx0..idxR, addend -> ty`: `atom.global.add` (relaxed, GPU scope)
+    /// of a 32-bit integer element; the result is the element's value
+    /// before the add. Adds to one element from any thread of any CTA never
+    /// race: each is one indivisible read-modify-write, and every thread
+    /// sees them in one order (a work queue's ticket counter).
+    AtomAdd {
+        /// The tensor updated (`u32` or `i32`).
+        tensor: Tensor,
     },
     /// `idx -> ty`: load from this CTA's shared buffer at an element index.
     LdShared {
@@ -799,6 +810,7 @@ impl Op {
             Op::Extract(_) => C::Extract,
             Op::LdGlobal { .. } => C::LdGlobal,
             Op::StGlobal { .. } => C::StGlobal,
+            Op::AtomAdd { .. } => C::AtomAdd,
             Op::LdShared { .. } => C::LdShared,
             Op::StShared { .. } => C::StShared,
             Op::Shfl(_) => C::Shfl,

@@ -239,6 +239,10 @@ fn write_inst(
                 write!(w, " if {}", at(n + 1))?;
             }
         }
+        Op::AtomAdd { tensor } => {
+            let n = a.len().saturating_sub(1);
+            write!(w, "{m} {tensor}{}, {}", idx(&a[..n]), at(n))?;
+        }
         Op::LdShared { buffer } => write!(w, "{m} {buffer}[{}]", at(0))?,
         Op::StShared { buffer } => write!(w, "{m} {buffer}[{}], {}", at(0), at(1))?,
         Op::MbarInit { barrier } => write!(w, "{m} {barrier}")?,

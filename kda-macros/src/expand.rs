@@ -415,7 +415,7 @@ impl Rewrite<'_> {
                 let mut __kda_state = (#(#names,)*);
                 #[allow(clippy::let_unit_value)]
                 let __kda_out = #rt::if_else(__kda_cond, &mut __kda_state, &[#(#strs),*], |__kda_branch: bool, __kda_s: &mut _| {
-                    #[allow(unused_mut, unused_variables)]
+                    #[allow(unused_mut, unused_variables, unused_assignments)]
                     let (#(mut #names,)*) = ::core::clone::Clone::clone(&*__kda_s);
                     #[allow(clippy::let_unit_value)]
                     let __kda_r = #branch;
@@ -475,7 +475,7 @@ impl Rewrite<'_> {
                 let __kda_iter = #iter;
                 let mut __kda_state = (#(#names,)*);
                 #rt::for_each(__kda_iter, &mut __kda_state, &[#(#strs),*], |#pat, __kda_s| {
-                    #[allow(unused_mut, unused_variables)]
+                    #[allow(unused_mut, unused_variables, unused_assignments)]
                     let (#(mut #names,)*) = ::core::clone::Clone::clone(&*__kda_s);
                     #body;
                     *__kda_s = (#(#names,)*);
@@ -509,7 +509,7 @@ impl Rewrite<'_> {
                     let (#(#names,)*) = ::core::clone::Clone::clone(__kda_s);
                     #cond
                 }, |__kda_s| {
-                    #[allow(unused_mut, unused_variables)]
+                    #[allow(unused_mut, unused_variables, unused_assignments)]
                     let (#(mut #names,)*) = ::core::clone::Clone::clone(&*__kda_s);
                     #body;
                     *__kda_s = (#(#names,)*);

@@ -126,6 +126,8 @@ pub const CLUSTER_SYNC: Symbol = Symbol("cluster_sync");
 /// source be written again.
 pub const BULK_WAITS: &[&str] = &["bulk_wait", "bulk_wait_read"];
 pub const WARP_SUM: Symbol = Symbol("warp_sum");
+/// `shfl_idx(v, lane)`: warp-uniform when `lane` is.
+pub const SHFL_IDX: Symbol = Symbol("shfl_idx");
 /// Warp collectives: every lane of the warp must reach them together.
 pub const COLLECTIVES: &[&str] = &["shfl_bfly", "shfl_idx", "elect", "mma", "warp_sum"];
 /// Values that differ between the lanes of a warp.

@@ -9,8 +9,8 @@ use kda_runtime::cuda::median;
 use kda_runtime::{CudaDevice, Device, DeviceTensor, Graph, Launch, RuntimeError};
 
 use crate::control::{BLOCK, plain_copy};
-use crate::kernel::{Ring, TILE, pipelined_copy};
-use crate::run::persistent_launch;
+use crate::kernel::{Order, Ring, TILE, pipelined_copy};
+use crate::run::{persistent_launch, work_queue};
 
 /// One measured configuration.
 #[derive(Clone, Debug)]
@@ -80,46 +80,54 @@ pub fn default_rings() -> Vec<Ring> {
     out
 }
 
-/// `--sweep`: the register-store path over what bounds the bytes in flight
-/// per SM (tile size x stages x CTAs per SM), the bulk copies per stage and
-/// the order of each CTA's tiles, one-CTA clusters.
+/// `--sweep`: the tile orders side by side (a fixed stride against the
+/// work queue) over stages and tile sizes in one-CTA clusters, then the work
+/// queue with fewer CTAs per SM, clusters of two, bulk stores and several
+/// bulk copies per stage.
 pub fn sweep_points() -> Vec<Point> {
-    let base = |stages, tile| Ring {
+    let ring = |stages, tile, order| Ring {
         tile,
         cluster: 1,
+        order,
         ..Ring::new(stages, false)
     };
-    let mut out = Vec::new();
-    for tile in [TILE / 2, TILE, TILE * 2] {
-        for stages in [2, 3, 4] {
-            for per_sm in [1, 2, 3, 4, 6, 0] {
-                out.push(Point {
-                    ring: base(stages, tile),
-                    per_sm,
-                });
-            }
+    let mut out: Vec<Point> = Vec::new();
+    for order in [Order::Strided, Order::Queue] {
+        for (stages, tile) in [
+            (2, TILE),
+            (3, TILE),
+            (4, TILE),
+            (2, TILE * 2),
+            (3, TILE * 2),
+            (4, TILE / 2),
+        ] {
+            out.push(ring(stages, tile, order).into());
         }
     }
-    for split in [2, 4, 8] {
-        for per_sm in [2, 0] {
-            out.push(Point {
-                ring: Ring {
-                    split,
-                    ..base(2, TILE * 2)
-                },
-                per_sm,
-            });
-        }
-    }
-    for per_sm in [2, 4, 0] {
+    for per_sm in [2, 3, 4] {
         out.push(Point {
-            ring: Ring {
-                contiguous: true,
-                ..base(2, TILE)
-            },
+            ring: ring(2, TILE * 2, Order::Queue),
             per_sm,
         });
     }
+    for stages in [2, 4] {
+        for bulk_out in [false, true] {
+            out.push(
+                Ring {
+                    order: Order::Queue,
+                    ..Ring::new(stages, bulk_out)
+                }
+                .into(),
+            );
+        }
+    }
+    out.push(
+        Ring {
+            split: 4,
+            ..ring(2, TILE * 2, Order::Queue)
+        }
+        .into(),
+    );
     out
 }
 
@@ -141,11 +149,13 @@ pub fn describe(r: &Ring) -> String {
         } else {
             ", no evict-first"
         }
-    ) + &match (r.split, r.contiguous) {
-        (1, false) => String::new(),
-        (n, false) => format!(", {n} copies per stage"),
-        (1, true) => ", contiguous tiles".into(),
-        (n, true) => format!(", {n} copies per stage, contiguous tiles"),
+    ) + &match r.split {
+        1 => String::new(),
+        n => format!(", {n} copies per stage"),
+    } + match r.order {
+        Order::Strided => "",
+        Order::Contiguous => ", contiguous tiles",
+        Order::Queue => ", work queue",
     }
 }
 
@@ -229,12 +239,14 @@ pub fn bench(
             launch = Launch::grid([launch.grid[0].min(cap), 1, 1]);
         }
         let b = fresh_b();
+        let queue = work_queue(dev, ring)?;
         let args = pipelined_copy::Args::<CudaDevice> {
             x: x.view([tiles, tile], [tile, 1])?,
             y: y.view([tiles, tile], [tile, 1])?,
             tiles: tiles as u32,
             a: 1.0,
             b,
+            queue: queue.as_ref().map(|q| q.arg()),
         };
         let ms = time_graph(&|d| args.launch(d, &module, launch))?;
         let per_sm = match point.per_sm {

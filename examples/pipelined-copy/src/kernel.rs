@@ -61,9 +61,22 @@ pub struct Ring {
     /// Bulk copies that fill one stage (each `tile / split` floats, all
     /// completing the stage's `full` barrier): a divisor of `tile / 4`.
     pub split: u32,
-    /// Each CTA takes one contiguous run of tiles (`c * per ..`) instead of
-    /// every `g`-th tile (`c, c + g, ..`).
-    pub contiguous: bool,
+    /// Which tiles each CTA takes.
+    pub order: Order,
+}
+
+/// How a persistent grid shares out the tiles.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// CTA `c` of `g` takes tiles `c, c + g, ..` (fixed in advance).
+    Strided,
+    /// CTA `c` takes one contiguous run of `ceil(tiles / g)` tiles.
+    Contiguous,
+    /// A work queue: each CTA's producer takes the next tile from a global
+    /// counter (`atomic_add`) whenever a stage is free, so a CTA that runs
+    /// faster takes more tiles and all finish together. The counter starts
+    /// at 0; the launch that hands out its last ticket puts it back to 0.
+    Queue,
 }
 
 impl Ring {
@@ -78,7 +91,7 @@ impl Ring {
             cluster: 2,
             evict_first: true,
             split: 1,
-            contiguous: false,
+            order: Order::Strided,
         }
     }
 }
@@ -91,6 +104,7 @@ pub fn pipelined_copy(
     tiles: u32,
     a: f32,
     b: f32,
+    #[when(cfg.order == Order::Queue)] queue: Tensor<u32, 1>,
 ) {
     let Ring {
         stages,
@@ -99,7 +113,7 @@ pub fn pipelined_copy(
         consumers,
         evict_first: evict,
         split,
-        contiguous,
+        order,
         ..
     } = *cfg;
     let piece = tile / split;
@@ -118,6 +132,9 @@ pub fn pipelined_copy(
         count = stages,
         released
     );
+    // The tile each stage holds, written by the producer before it arms
+    // `full[s]`; `tiles` when there is none left (the consumers stop).
+    let tile_of = shared!([u32; stages], guard = full, roles = [producer, consumer]);
     let ring = shared!(
         [f32; stages, tile],
         align = 128,
@@ -136,81 +153,122 @@ pub fn pipelined_copy(
     });
     bar_sync(0, 32 + consumers);
 
-    // This CTA's tiles: block, block + grid, ... (or one contiguous run of
-    // `per` tiles); iteration i handles tile first + i * step.
-    let (first, step, mine) = if contiguous {
-        let per = (tiles + grid_dim(0) - 1) / grid_dim(0);
-        let first = block_idx(0) * per;
-        (first, val(1u32), tiles.max(first).min(first + per) - first)
-    } else {
-        let (first, step) = (block_idx(0), grid_dim(0));
-        (first, step, (tiles + step - 1 - first) / step)
+    // The producer decides which tile each stage gets and tells the
+    // consumers through `tile_of`; the order is the only thing that differs.
+    let (grid, first) = (grid_dim(0), block_idx(0));
+    let per = (tiles + grid - 1) / grid;
+    let end = match order {
+        Order::Contiguous => tiles.min(first * per + per),
+        _ => tiles,
     };
     in_role!(producer, {
-        for i in range(0, mine) {
+        let ticket = || {
+            let mut t = val(0u32);
+            if lane == 0 {
+                t = queue
+                    .expect("Order::Queue declares `queue`")
+                    .atomic_add([0], 1u32);
+            }
+            shfl_idx(t, 0u32)
+        };
+        let mut t = match order {
+            Order::Strided => first,
+            Order::Contiguous => first * per,
+            Order::Queue => ticket(),
+        };
+        let mut i = val(0u32);
+        while t < end {
             let s = i % stages;
             empty[s].wait();
             if lane == 0 {
+                tile_of[s] = t;
                 full[s].arm();
                 for k in 0..split {
                     bulk_copy!(
-                        ring[[s, k * piece]] = x[[first + i * step, k * piece]],
+                        ring[[s, k * piece]] = x[[t, k * piece]],
                         bytes = piece * 4,
                         completes = full[s],
                         evict_first = evict
                     );
                 }
             }
+            t = match order {
+                Order::Strided => t + grid,
+                Order::Contiguous => t + 1,
+                Order::Queue => ticket(),
+            };
+            i = i + 1;
+        }
+        // No tile left: one more phase of the next stage, with no bytes,
+        // tells the consumers to stop.
+        let s = i % stages;
+        empty[s].wait();
+        if lane == 0 {
+            tile_of[s] = tiles;
+            full[s].arrive();
+            // Every CTA took one ticket past the last tile, so ticket
+            // `tiles + grid - 1` is the launch's last: it puts the queue back.
+            if let Some(queue) = queue {
+                if t == tiles + grid - 1 {
+                    queue.atomic_add([0], val(0u32) - (tiles + grid));
+                }
+            }
         }
     });
     in_role!(consumer, {
         let c = thread_idx() - 32;
-        for i in range(0, mine) {
+        let mut i = val(0u32);
+        let mut live = val(true);
+        while live {
             let s = i % stages;
-            let t = first + i * step;
             full[s].wait();
-            if bulk_out && stages > 1 && c == 0 {
-                // The previous iteration's store has read its stage (the
-                // newest group; the barrier below tells the others).
-                bulk_wait_read(0);
-            }
-            for j in 0..tile / (4 * consumers) {
-                let col = (j * consumers + c) * 4;
-                let v = ring.load4([s, col]).lanes();
-                let out = pack(v.map(|e| e * a + b));
-                if bulk_out {
-                    ring.store([s, col], out);
-                } else if evict {
-                    y.evict_first().store([t, col], out);
-                } else {
-                    y.store([t, col], out);
+            let t = tile_of[s];
+            live = t < tiles;
+            if live {
+                if bulk_out && stages > 1 && c == 0 {
+                    // The previous iteration's store has read its stage (the
+                    // newest group; the barrier below tells the others).
+                    bulk_wait_read(0);
                 }
-            }
-            if bulk_out {
-                // The writes, then the async proxy's read of the stage.
-                fence_proxy_async();
-                bar_sync(1, consumers);
-                if stages > 1 && i > 0 {
-                    empty[(i + stages - 1) % stages].arrive();
-                }
-                if c == 0 {
-                    bulk_store!(
-                        y[[t, 0]] = ring[[s, 0]],
-                        bytes = tile * 4,
-                        evict_first = evict
-                    );
-                    bulk_commit();
-                    if stages == 1 {
-                        bulk_wait_read(0);
+                for j in 0..tile / (4 * consumers) {
+                    let col = (j * consumers + c) * 4;
+                    let v = ring.load4([s, col]).lanes();
+                    let out = pack(v.map(|e| e * a + b));
+                    if bulk_out {
+                        ring.store([s, col], out);
+                    } else if evict {
+                        y.evict_first().store([t, col], out);
+                    } else {
+                        y.store([t, col], out);
                     }
                 }
-                if stages == 1 {
+                if bulk_out {
+                    // The writes, then the async proxy's read of the stage.
+                    fence_proxy_async();
                     bar_sync(1, consumers);
+                    if stages > 1 && i > 0 {
+                        empty[(i + stages - 1) % stages].arrive();
+                    }
+                    if c == 0 {
+                        bulk_store!(
+                            y[[t, 0]] = ring[[s, 0]],
+                            bytes = tile * 4,
+                            evict_first = evict
+                        );
+                        bulk_commit();
+                        if stages == 1 {
+                            bulk_wait_read(0);
+                        }
+                    }
+                    if stages == 1 {
+                        bar_sync(1, consumers);
+                        empty[s].arrive();
+                    }
+                } else {
                     empty[s].arrive();
                 }
-            } else {
-                empty[s].arrive();
             }
+            i = i + 1;
         }
     });
 }

@@ -7,4 +7,4 @@ pub mod control;
 pub mod kernel;
 pub mod run;
 
-pub use kernel::{CONSUMERS, Ring, TILE, pipelined_copy};
+pub use kernel::{CONSUMERS, Order, Ring, TILE, pipelined_copy};

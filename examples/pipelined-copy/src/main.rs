@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use kda_runtime::{AnyDevice, CudaDevice, Device};
-use pipelined_copy::Ring;
 use pipelined_copy::bench::{Point, bench, default_rings, sweep_points};
 use pipelined_copy::run::run_checked;
+use pipelined_copy::{Order, Ring};
 
 /// Which output paths the check runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -71,15 +71,21 @@ fn check(path: Path) -> ExitCode {
         };
         for (&bulk_out, &t) in paths.iter().flat_map(|b| tiles.iter().map(move |t| (b, t))) {
             let path = if bulk_out { "bulk store" } else { "st.global" };
-            match run_checked(&dev, &Ring::new(stages, bulk_out), t, None) {
-                Ok(r) => println!(
-                    "{}: {stages} stages, {path}, {t} tiles on {} CTAs: match",
-                    dev.describe(),
-                    r.grid
-                ),
-                Err(e) => {
-                    println!("{}: MISMATCH: {e}", dev.describe());
-                    ok = false;
+            for order in [Order::Strided, Order::Queue] {
+                let ring = Ring {
+                    order,
+                    ..Ring::new(stages, bulk_out)
+                };
+                match run_checked(&dev, &ring, t, None) {
+                    Ok(r) => println!(
+                        "{}: {stages} stages, {path}, {order:?}, {t} tiles on {} CTAs: match",
+                        dev.describe(),
+                        r.grid
+                    ),
+                    Err(e) => {
+                        println!("{}: MISMATCH: {e}", dev.describe());
+                        ok = false;
+                    }
                 }
             }
         }

@@ -2,13 +2,15 @@
 
 use kda_runtime::{Device, DeviceTensor, Launch, RuntimeError};
 
-use crate::kernel::{Ring, pipelined_copy};
+use crate::kernel::{Order, Ring, pipelined_copy};
 
 /// Why a run did not match the host reference.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    #[error("{ring:?}, {tiles} tiles: the launch left the work queue at {left}, not 0")]
+    QueueLeft { ring: Ring, tiles: u32, left: u32 },
     #[error(
         "{ring:?}, {tiles} tiles: element {index} (tile {}, column {}) is {got}, want {want}",
         index / ring.tile as usize,
@@ -47,6 +49,16 @@ pub fn persistent_launch<D: Device>(
     Launch::persistent(dev, module, tiles.div_ceil(ring.cluster) as u64)
 }
 
+/// The work queue of an [`Order::Queue`] ring: one `u32`, zero.
+pub fn work_queue<D: Device>(
+    dev: &D,
+    ring: &Ring,
+) -> Result<Option<DeviceTensor<D, u32, 1>>, RuntimeError> {
+    (ring.order == Order::Queue)
+        .then(|| DeviceTensor::zeros(dev, [1]))
+        .transpose()
+}
+
 /// What one checked run launched.
 #[derive(Copy, Clone, Debug)]
 pub struct Ran {
@@ -74,14 +86,28 @@ pub fn run_checked<D: Device>(
         launch = Launch::grid([launch.grid[0].min(g.max(c) / c * c), 1, 1]);
     }
     let grid = launch.grid[0];
-    pipelined_copy::Args::<D> {
+    let queue = work_queue(dev, ring)?;
+    let args = pipelined_copy::Args::<D> {
         x: x.arg(),
         y: y.arg(),
         tiles,
         a,
         b,
+        queue: queue.as_ref().map(|q| q.arg()),
+    };
+    // Twice: the first launch must leave the work queue at 0 for the next.
+    for _ in 0..2 {
+        args.launch(dev, &module, launch)?;
     }
-    .launch(dev, &module, launch)?;
+    if let Some(q) = &queue
+        && q.to_vec(dev)? != [0]
+    {
+        return Err(RunError::QueueLeft {
+            ring: *ring,
+            tiles,
+            left: q.to_vec(dev)?[0],
+        });
+    }
     let got = y.to_vec(dev)?;
     let want = reference(&xs, a, b);
     if let Some(index) = (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {

@@ -6,8 +6,8 @@
 //! detector on (the default).
 
 use kda_runtime::{SimDevice, SimOptions};
-use pipelined_copy::Ring;
 use pipelined_copy::run::run_checked;
+use pipelined_copy::{Order, Ring};
 
 /// The grid of the matrix: one cluster of two CTAs.
 const GRID: u32 = 2;
@@ -86,21 +86,29 @@ fn other_tile_sizes_and_l2_policies_match_the_host() {
 }
 
 #[test]
-fn the_sweeps_bulk_copies_per_stage_and_contiguous_tiles_match_the_host() {
+fn the_sweeps_bulk_copies_per_stage_and_tile_orders_match_the_host() {
     // The rings `--bench --sweep` adds: several bulk copies filling one
-    // stage, and each CTA taking one contiguous run of tiles (trip counts
-    // that leave the last CTA short or empty).
+    // stage, each CTA taking one contiguous run of tiles (trip counts that
+    // leave the last CTA short or empty), and the work queue (every tile
+    // exactly once, whichever CTA takes it; the queue back at 0 after each
+    // launch, which `run_checked` launches twice).
     let mut rings: Vec<Ring> = pipelined_copy::bench::sweep_points()
         .into_iter()
         .map(|p| p.ring)
-        .filter(|r| r.split > 1 || r.contiguous)
+        .filter(|r| r.split > 1 || r.order != Order::Strided)
         .collect();
     rings.dedup();
-    rings.push(Ring {
-        split: 4,
-        contiguous: true,
-        ..Ring::new(3, true)
-    });
+    for order in [Order::Contiguous, Order::Queue] {
+        for bulk_out in [false, true] {
+            for stages in [1, 3] {
+                rings.push(Ring {
+                    split: 4,
+                    order,
+                    ..Ring::new(stages, bulk_out)
+                });
+            }
+        }
+    }
     for ring in &rings {
         for tiles in [0, 1, 2 * ring.stages + 1, 3 * GRID + 1] {
             for opts in schedules().into_iter().step_by(3) {

@@ -217,6 +217,13 @@ impl Parser {
                     vec![],
                 )
             }
+            C::AtomAdd => {
+                let tensor = self.tensor()?;
+                let mut args = self.index()?;
+                self.expect(',')?;
+                args.push(self.value()?);
+                (Op::AtomAdd { tensor }, args, vec![])
+            }
             C::LdShared => {
                 let buffer = self.buffer()?;
                 (Op::LdShared { buffer }, self.flat_index()?, vec![])

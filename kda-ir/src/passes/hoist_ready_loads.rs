@@ -37,7 +37,9 @@ pub fn run(k: &mut Kernel) {
     }
     let mut written = HashSet::new();
     k.walk(|i, _| {
-        if let Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } = k.insts[i].op {
+        if let Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } | Op::AtomAdd { tensor } =
+            k.insts[i].op
+        {
             written.insert(tensor);
         }
     });
@@ -51,7 +53,7 @@ pub fn run(k: &mut Kernel) {
 /// later load: the tensors it stores to, and whether it synchronises.
 fn effects(k: &Kernel, i: Inst, stored: &mut HashSet<Tensor>, synced: &mut bool) {
     match k.insts[i].op {
-        Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } => {
+        Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } | Op::AtomAdd { tensor } => {
             stored.insert(tensor);
         }
         Op::BarSync { .. }

@@ -49,7 +49,7 @@ pub fn run(k: &mut Kernel) {
             // A global store the barrier may order after the peers' loads
             // before their arrival (a shared value rewritten once all have
             // read it).
-            Op::StGlobal { .. } | Op::BulkStore { .. } => true,
+            Op::StGlobal { .. } | Op::BulkStore { .. } | Op::AtomAdd { .. } => true,
             _ => false,
         })
     });

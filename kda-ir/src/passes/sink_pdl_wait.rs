@@ -32,7 +32,7 @@ fn needs_wait(k: &Kernel, i: Inst) -> bool {
         Op::LdGlobal { tensor, .. } | Op::CpAsync { tensor, .. } | Op::BulkCopy { tensor, .. } => {
             k.tensors[tensor].provenance == Provenance::Produced
         }
-        Op::StGlobal { .. } | Op::BulkStore { .. } | Op::GridDepWait => true,
+        Op::StGlobal { .. } | Op::BulkStore { .. } | Op::AtomAdd { .. } | Op::GridDepWait => true,
         _ => false,
     }
 }

@@ -56,6 +56,10 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
             };
             format!("{tensor}[{}], {}{p}", list(&a[..n]), a[n])
         }
+        Op::AtomAdd { tensor } => {
+            let n = a.len() - 1;
+            format!("{tensor}[{}], {}", list(&a[..n]), a[n])
+        }
         Op::LdShared { buffer } => format!("{buffer}[{}]", a[0]),
         Op::StShared { buffer } => format!("{buffer}[{}], {}", a[0], a[1]),
         Op::MbarInit { barrier } => barrier.to_string(),

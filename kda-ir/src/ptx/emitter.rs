@@ -323,6 +323,7 @@ impl<'k> Emitter<'k> {
                 policy,
                 predicated,
             } => self.st_global(i, *tensor, *policy, *predicated),
+            Op::AtomAdd { tensor } => self.atom_add(i, *tensor),
             Op::LdShared { buffer } => self.ld_shared(i, *buffer),
             Op::StShared { buffer } => self.st_shared(i, *buffer),
             Op::Shfl(m) => self.shfl(i, *m),

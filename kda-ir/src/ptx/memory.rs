@@ -295,6 +295,18 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// `atom.global.add.{u32,s32}` (relaxed, GPU scope): the old value.
+    pub fn atom_add(&mut self, i: Inst, t: Tensor) -> Result<(), PtxError> {
+        let d = &self.k.insts[i];
+        let n = d.args.len() - 1;
+        let addr = self.global_addr(i, t, &d.args[..n])?;
+        let addend = self.reg(d.args[n]);
+        let ty = int_ty(self.k.ty(d.results[0]).elem);
+        let dst = self.def1(d.results[0]);
+        self.ins(format!("atom.global.add.{ty} {dst}, [{addr}], {addend}"));
+        Ok(())
+    }
+
     pub fn ld_shared(&mut self, i: Inst, b: Buffer) -> Result<(), PtxError> {
         let d = &self.k.insts[i];
         let addr = self.shared_addr(b, d.args[0]);

@@ -239,6 +239,7 @@ impl Walk<'_, '_> {
             let m = self.cx.mnemonic(i);
             match k.insts[i].op {
                 Op::LdGlobal { tensor, .. }
+                | Op::AtomAdd { tensor }
                 | Op::CpAsync { tensor, .. }
                 | Op::BulkCopy { tensor, .. }
                     if k.tensors[tensor].provenance == Provenance::Produced && !s.here.pdl =>

@@ -390,6 +390,35 @@ impl Sig<'_, '_> {
                     }
                 }
             }
+            Op::AtomAdd { tensor } => {
+                if self.results(1) {
+                    let rank = k.tensors[*tensor].shape.len();
+                    let t = self.ty(d.results[0]);
+                    if a.len() != rank + 1 {
+                        self.err(format!(
+                            "`{m}` of {} takes {rank} indices and the addend ({} operands), found {}",
+                            self.cx.tensor(*tensor),
+                            rank + 1,
+                            a.len()
+                        ));
+                    } else {
+                        if t != Type::scalar(Scalar::U32) && t != Type::scalar(Scalar::I32) {
+                            self.err(format!(
+                                "`{m}` adds to a u32 or i32 element, found {t}"
+                            ));
+                        }
+                        if self.ty(a[rank]) != t {
+                            self.err(format!(
+                                "`{m}` addend must be {t} (the result's type), found {}",
+                                self.v(a[rank])
+                            ));
+                        }
+                        // Reads and writes the element: both accesses.
+                        self.global(*tensor, &a[..rank], Some(t), true);
+                        self.global(*tensor, &a[..rank], None, false);
+                    }
+                }
+            }
             Op::LdShared { buffer } => {
                 if self.arity(1, 1) {
                     self.index(a[0]);

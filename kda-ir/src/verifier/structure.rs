@@ -260,7 +260,7 @@ impl Walk {
         let mut missing = Vec::new();
         match &d.op {
             Op::Param(s) if !k.scalars.is_valid(*s) => missing.push(s.to_string()),
-            Op::LdGlobal { tensor, .. } | Op::StGlobal { tensor, .. }
+            Op::LdGlobal { tensor, .. } | Op::StGlobal { tensor, .. } | Op::AtomAdd { tensor }
                 if !k.tensors.is_valid(*tensor) =>
             {
                 missing.push(tensor.to_string())

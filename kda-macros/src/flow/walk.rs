@@ -432,6 +432,11 @@ impl Walker<'_> {
             let full = c.args.iter().nth(1).and_then(const_eval) == Some(32);
             return Level::Runtime { varying: !full };
         }
+        if n == SHFL_IDX.name() && levels.get(1).is_some_and(|l| !l.varying()) {
+            // A broadcast from one lane (the same source lane on every lane)
+            // is the same on every lane.
+            return Level::Runtime { varying: false };
+        }
         if LANE_VARYING.contains(&n) {
             return Level::Runtime { varying: true };
         }

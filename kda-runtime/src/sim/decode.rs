@@ -206,6 +206,13 @@ pub(crate) enum Ins {
         bytes: u32,
         pred: Option<u32>,
     },
+    /// `atom.global.add` of one 32-bit word: `d` gets the old value.
+    AtomAdd {
+        t: u32,
+        d: u32,
+        v: u32,
+        idx: Box<[Idx]>,
+    },
     LdShared {
         sb: ShBuf,
         d: u32,
@@ -969,6 +976,16 @@ impl<'k> Emit<'k> {
                     idx: gidx(&d.args[..n])?,
                     bytes: mem_bytes(ta(n))?,
                     pred: predicated.then(|| a(n + 1)),
+                }
+            }
+            Op::AtomAdd { tensor } => {
+                let n = d.args.len() - 1;
+                check_rank(tensor, n)?;
+                Ins::AtomAdd {
+                    t: tensor.as_u32(),
+                    d: r(),
+                    v: a(n),
+                    idx: gidx(&d.args[..n])?,
                 }
             }
             Op::LdShared { buffer } => Ins::LdShared {

@@ -92,6 +92,32 @@ pub(super) fn exec(
                 write_words(tv.mem, byte as usize, *bytes, &tmp[..nw]);
             }
         }
+        Ins::AtomAdd { t, d, v, idx: ix } => {
+            // The active lanes' read-modify-writes, one at a time in lane
+            // order (one of the orders the hardware may pick): each lane gets
+            // the value the lanes before it left.
+            let tv = &cx.tensors[*t as usize];
+            if cx.check_pdl && prog.produced[*t as usize] && !w.pdl_waited {
+                return Err(produced_early(k, *t, site(prog, w, cx, None)));
+            }
+            let mut m = active;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let byte = global_byte(k, *t, tv, &w.regs, ix, &mut idx, l, 1, 4, || {
+                    site(prog, w, cx, Some(l as u32))
+                })?;
+                if cx.race.on {
+                    let kind = AccessKind::Write;
+                    super::bulk::check_global(prog, w, cx, *t, byte, 4, l as u32, kind)?;
+                }
+                read_words(tv.mem, byte as usize, 4, &mut tmp[..1]);
+                let old = tmp[0];
+                tmp[0] = old.wrapping_add(w.regs[*v as usize * 32 + l]);
+                write_words(tv.mem, byte as usize, 4, &tmp[..1]);
+                w.regs[*d as usize * 32 + l] = old;
+            }
+        }
         &Ins::LdShared {
             sb,
             d,

@@ -361,6 +361,7 @@ pub(crate) fn run(
             }
             Ins::LdGlobal { .. }
             | Ins::StGlobal { .. }
+            | Ins::AtomAdd { .. }
             | Ins::LdShared { .. }
             | Ins::StShared { .. }
             | Ins::StAsync { .. }
