@@ -63,9 +63,10 @@ fn variant(op: &Op) -> usize {
         Op::BulkCommit => 44,
         Op::BulkWait { .. } => 45,
         Op::SetMaxNReg { .. } => 46,
+        Op::AtomAdd { .. } => 47,
     }
 }
-const VARIANTS: usize = 47;
+const VARIANTS: usize = 48;
 
 const ROWS_PER_CTA: u64 = 1;
 
@@ -119,6 +120,22 @@ fn all_ops_kernel() -> Kernel {
         &[Dim::Const(1)],
         Provenance::Ready,
         Access::ReadWrite,
+    );
+    let queue = b.tensor(
+        "queue",
+        Scalar::I32,
+        &[Dim::Const(1)],
+        &[Dim::Const(1)],
+        Provenance::Ready,
+        Access::ReadWrite,
+    );
+    let taken = b.tensor(
+        "taken",
+        Scalar::I32,
+        &[Dim::Sym(rows)],
+        &[Dim::Const(1)],
+        Provenance::Ready,
+        Access::Write,
     );
     let eps = b.scalar("eps", Scalar::F32);
     let n = b.scalar("n", Scalar::I32);
@@ -491,6 +508,11 @@ fn all_ops_kernel() -> Kernel {
             Some(elected),
             CachePolicy::Normal,
         );
+        // A work queue's ticket: atom.global.add.s32, its old value stored.
+        let zero = b.iconst(Type::U32, 0);
+        let step = b.iconst(Type::I32, 1);
+        let ticket = b.atom_add(queue, &[zero], step);
+        b.st_global(taken, &[cta], ticket, Some(elected), CachePolicy::Normal);
         let _ = (ROWS_PER_CTA, eight_el);
     });
 

@@ -396,16 +396,14 @@ impl Sig<'_, '_> {
                     let t = self.ty(d.results[0]);
                     if a.len() != rank + 1 {
                         self.err(format!(
-                            "`{m}` of {} takes {rank} indices and the addend ({} operands), found {}",
+                            "`{m}` of {} takes one index per dimension ({rank}) and the addend: {} operands, found {}",
                             self.cx.tensor(*tensor),
                             rank + 1,
                             a.len()
                         ));
                     } else {
                         if t != Type::scalar(Scalar::U32) && t != Type::scalar(Scalar::I32) {
-                            self.err(format!(
-                                "`{m}` adds to a u32 or i32 element, found {t}"
-                            ));
+                            self.err(format!("`{m}` adds to a u32 or i32 element, found {t}"));
                         }
                         if self.ty(a[rank]) != t {
                             self.err(format!(
