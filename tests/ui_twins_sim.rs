@@ -256,6 +256,13 @@ mod syntax_x_constant_extent {
     include!("ui/syntax/pass/constant-extent.rs");
 }
 #[allow(clippy::all)]
+mod syntax_x_evict_first_not_a_tensor {
+    pub(super) fn build() -> kda::ir::Kernel {
+        stream(true, 4)
+    }
+    include!("ui/syntax/pass/evict-first-not-a-tensor.rs");
+}
+#[allow(clippy::all)]
 mod tx_bytes_x_arrive_expect_tx {
     pub(super) fn build() -> kda::ir::Kernel {
         exchange()
@@ -496,6 +503,10 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/syntax/pass/constant-extent.rs",
             syntax_x_constant_extent::build(),
+        ),
+        (
+            "tests/ui/syntax/pass/evict-first-not-a-tensor.rs",
+            syntax_x_evict_first_not_a_tensor::build(),
         ),
         (
             "tests/ui/tx-bytes/pass/arrive-expect-tx.rs",

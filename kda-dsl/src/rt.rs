@@ -72,6 +72,12 @@ pub fn trigger_at_entry(flag: bool) {
     emit(|b| b.set_trigger_at_entry(flag))
 }
 
+/// `#[evict_first(..)]` on a tensor parameter: ask the scheduler to give
+/// every global access of `t` the L2 evict-first policy, or not.
+pub fn evict_first(t: kda_ir::Tensor, on: bool) {
+    emit(|b| b.set_evict_first(t, on))
+}
+
 /// A symbolic extent or stride, bound at launch.
 #[track_caller]
 pub fn sym(name: &str) -> Dim {

@@ -96,6 +96,17 @@ impl Builder {
         self.k.schedule.trigger_at_entry = at_entry;
     }
 
+    /// Give every global access of `t` the L2 evict-first policy, or not
+    /// ([`ScheduleHints::evict_first`](crate::kernel::ScheduleHints::evict_first)).
+    pub fn set_evict_first(&mut self, t: Tensor, on: bool) {
+        let hinted = &mut self.k.schedule.evict_first;
+        hinted.retain(|&h| h != t);
+        if on {
+            hinted.push(t);
+            hinted.sort();
+        }
+    }
+
     /// Start every warp at `regs` registers per thread (`.maxnreg`; see
     /// [`Kernel::max_regs`]). Set it before the first region of a role with a
     /// register budget: that region's `setmaxnreg` moves from it.

@@ -201,6 +201,12 @@ pub struct ScheduleHints {
     /// once, after its last read of a produced tensor. See
     /// `passes::place_pdl_trigger`.
     pub trigger_at_entry: bool,
+    /// Tensors whose global traffic is streamed: every `ld.global`,
+    /// `st.global`, `cp.async.bulk` and bulk store of them gets the L2
+    /// evict-first policy (`passes::mark_evict_first`), so the program states
+    /// its accesses once and the policy is chosen here (the seed's `evict`
+    /// on the staged state). In declaration order, each once.
+    pub evict_first: Vec<Tensor>,
 }
 
 /// Where a value is defined.

@@ -29,8 +29,13 @@
 //!    or the region's end), so each
 //!    role syncs the cluster only right before it needs the peers' barriers.
 //!
-//! Without `early` only the first pass changes anything: cluster waits stay
-//! right after the setup, as the program writes them.
+//! 5. `mark_evict_first` (`evict_first`): every global access and bulk copy
+//!    of a tensor the hint names gets the L2 evict-first policy; the program
+//!    writes its accesses without one.
+//!
+//! Without `early` only the PDL passes and `mark_evict_first` change
+//! anything: cluster waits stay right after the setup, as the program writes
+//! them.
 //!
 //! [`ScheduleHints`]: crate::kernel::ScheduleHints
 
@@ -71,6 +76,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "sink_cluster_wait",
         run: passes::sink_cluster_wait::run,
+    },
+    Pass {
+        name: "mark_evict_first",
+        run: passes::mark_evict_first::run,
     },
 ];
 
@@ -394,7 +403,8 @@ mod tests {
                 "place_pdl_wait",
                 "sink_pdl_wait",
                 "hoist_ready_loads",
-                "sink_cluster_wait"
+                "sink_cluster_wait",
+                "mark_evict_first"
             ]
         );
     }

@@ -78,6 +78,10 @@ fn write_kernel_to(
     if k.schedule.trigger_at_entry {
         w.push_str(" trigger_at_entry");
     }
+    for (n, t) in k.schedule.evict_first.iter().enumerate() {
+        w.push_str(if n == 0 { " evict_first=" } else { "," });
+        write!(w, "{t}")?;
+    }
     writeln!(w, " {{")?;
     for (s, d) in k.syms.iter() {
         writeln!(w, "  sym {s} {:?}", d.name)?;

@@ -153,3 +153,38 @@ fn shared_memory_budget() {
     );
     assert!(e.inst.is_none());
 }
+
+#[test]
+fn the_evict_first_hint_names_declared_tensors_once() {
+    let hinted = |hint: &dyn Fn(kda_ir::Tensor) -> Vec<kda_ir::Tensor>| {
+        let mut b = Builder::new(
+            "t",
+            LaunchDecl {
+                block: 32,
+                cluster: 1,
+                min_blocks_per_sm: None,
+            },
+        );
+        let x = b.tensor(
+            "x",
+            Scalar::F32,
+            &[Dim::Const(32)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
+        let mut k = b.finish();
+        k.schedule.evict_first = hint(x);
+        k
+    };
+    assert_err(
+        &hinted(&|_| vec![kda_ir::Tensor::from_u32(3)]),
+        "the evict_first hint names t3, which is not a declared tensor (the kernel declares 1)",
+    );
+    assert_err(
+        &hinted(&|x| vec![x, x]),
+        "the evict_first hint names t0 twice; name each tensor once",
+    );
+    assert_ok(&hinted(&|x| vec![x]));
+    assert_ok(&hinted(&|_| vec![]));
+}

@@ -68,6 +68,10 @@ pub struct TensorParam {
     pub align: Option<Expr>,
     /// Declared only when this comptime condition holds (`Option<Tensor>` in the body).
     pub when: Option<Expr>,
+    /// `#[evict_first(cond)]`: every global access of the tensor is L2
+    /// evict-first when this comptime condition holds (the scheduler's
+    /// `evict_first` hint).
+    pub evict_first: Option<Expr>,
 }
 
 /// One extent or stride of a tensor parameter.
@@ -264,6 +268,12 @@ impl Kernel {
                                     ),
                                 );
                             }
+                        }
+                        if let Some((s, _)) = &attrs.evict_first {
+                            cx.error_at(
+                                *s,
+                                "`#[evict_first]` marks a tensor parameter's global traffic, not a comptime parameter",
+                            );
                         }
                         let mut pt = pt.clone();
                         pt.attrs = attrs.other;
@@ -487,6 +497,7 @@ fn parse_param(
                 produced: attrs.produced.is_some(),
                 align: attrs.align,
                 when: attrs.when,
+                evict_first: attrs.evict_first.map(|(_, c)| c),
             }),
         });
     }
@@ -528,6 +539,14 @@ fn parse_param(
     }
     if let Some(w) = &attrs.when {
         cx.error_spanned_by(w, "`#[when]` applies to tensors");
+    }
+    if let Some((s, _)) = &attrs.evict_first {
+        cx.error_at(
+            *s,
+            format!(
+                "`#[evict_first]` applies to tensors (it marks their global loads, stores and bulk copies L2 evict-first); `{ident}` is a scalar, passed by value at launch"
+            ),
+        );
     }
     Some(Param {
         ident,

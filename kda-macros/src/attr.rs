@@ -124,6 +124,9 @@ pub struct ParamAttrs {
     pub strides: Option<(Span, Vec<Expr>)>,
     /// `#[when(cond)]`: the tensor is a parameter only when `cond` (comptime) holds.
     pub when: Option<Expr>,
+    /// `#[evict_first]` or `#[evict_first(cond)]`: the attribute's span and
+    /// the comptime condition (`true` when bare).
+    pub evict_first: Option<(Span, Expr)>,
     /// Attributes passed through to the generated function (`#[comptime]` parameters only).
     pub other: Vec<Attribute>,
 }
@@ -167,6 +170,23 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                     "expected `#[when(<comptime bool>)]`, e.g. `#[when(cfg.tokens > 1)]`",
                 ),
             }
+        } else if path == EVICT_FIRST {
+            let span = path.get_ident().unwrap().span();
+            let cond = match &attr.meta {
+                Meta::Path(_) => Some(syn::parse_quote_spanned!(span=> true)),
+                Meta::List(_) => attr.parse_args::<Expr>().ok(),
+                Meta::NameValue(_) => None,
+            };
+            match cond {
+                Some(_) if out.evict_first.is_some() => {
+                    cx.error_spanned_by(attr, "duplicate attribute")
+                }
+                Some(c) => out.evict_first = Some((span, c)),
+                None => cx.error_spanned_by(
+                    attr,
+                    "expected `#[evict_first]` or `#[evict_first(<comptime bool>)]`, e.g. `#[evict_first(cfg.evict)]`",
+                ),
+            }
         } else if path == STRIDES {
             match attr.parse_args_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
                 Ok(p) => out.strides = Some((path.get_ident().unwrap().span(), p.into_iter().collect())),
@@ -180,7 +200,7 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                 path,
                 format!(
                     "unknown parameter attribute `#[{}]`; expected `#[comptime]`, `#[produced]`, `#[ready]`, \
-                     `#[align(..)]`, `#[strides(..)]` or `#[when(..)]`",
+                     `#[align(..)]`, `#[strides(..)]`, `#[when(..)]` or `#[evict_first(..)]`",
                     quote::ToTokens::to_token_stream(path).to_string().replace(' ', "")
                 ),
             );

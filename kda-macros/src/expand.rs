@@ -226,11 +226,17 @@ fn expand(k: Kernel) -> TokenStream {
                         quote!(::core::option::Option::Some(#c))
                     },
                 );
+                let evict_first = t.evict_first.as_ref().map(|c| {
+                    let span = c.span();
+                    quote_spanned!(span=> #rt::evict_first(__kda_tensor.id(), #c);)
+                });
                 let declare = quote_spanned! {span=>
                     {
                         let __kda_shape = [#(#dims),*];
                         let __kda_strides = #strides;
-                        #rt::tensor::<#elem, #rank>(#pname, __kda_shape, __kda_strides, #produced, #align)
+                        let __kda_tensor = #rt::tensor::<#elem, #rank>(#pname, __kda_shape, __kda_strides, #produced, #align);
+                        #evict_first
+                        __kda_tensor
                     }
                 };
                 decl_tokens.push(match &t.when {

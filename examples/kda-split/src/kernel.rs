@@ -15,7 +15,11 @@
 //! that (`early = ..`): ready loads move above the PDL wait, cluster waits
 //! down to each role's first DSMEM send. The PDL trigger follows the last
 //! produced read (and ends the padding branch); for a batch of one the
-//! scheduler moves it to the entry (`trigger_at_entry = ..`).
+//! scheduler moves it to the entry (`trigger_at_entry = ..`). The body
+//! reads and writes `state` without a cache policy: the seed's `evict`
+//! (L2 evict-first on the staged state's bulk copy and write-back) is the
+//! parameter's `#[evict_first(..)]` hint, which the scheduler applies to
+//! every access of it.
 
 use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
@@ -63,6 +67,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     #[when(cfg.tokens > 1)] slot_table: Tensor<i32, requests, slot_width>,
     #[align(16)]
     #[strides(_, _, { cfg.staged().then_some(128) }, 1)]
+    #[evict_first(cfg.schedule.evict)]
     state: Tensor<f32, cache, { cfg.heads }, 128, 128>,
     output: Tensor<bf16, rows, { cfg.dim() }>,
     #[produced] gate: Tensor<G, rows, { cfg.dim() }>,
@@ -160,12 +165,10 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                 // Thread 0 initialised `full` with the other barriers above.
                 if tid == 0 {
                     full.arm();
-                    let (bytes, evict) = (rows * 512, cfg.schedule.evict);
                     bulk_copy!(
                         staged[0] = state[[read, head, value_base, 0]],
-                        bytes = bytes,
-                        completes = full,
-                        evict_first = evict
+                        bytes = rows * 512,
+                        completes = full
                     );
                 }
             } else {
@@ -329,11 +332,6 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                             (false, Some(l)) => Some(l),
                             (true, Some(l)) => Some(valid & l),
                         };
-                        let target = if cfg.schedule.evict {
-                            state.evict_first()
-                        } else {
-                            state
-                        };
                         for j in 0..chunks {
                             let idx = [
                                 ix(write),
@@ -343,8 +341,8 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                             ];
                             let h4 = pack([0, 1, 2, 3].map(|e| history[[p, j, e]]));
                             match pred {
-                                Some(ok) => target.store_if(idx, h4, ok),
-                                None => target.store(idx, h4),
+                                Some(ok) => state.store_if(idx, h4, ok),
+                                None => state.store(idx, h4),
                             }
                         }
                     }

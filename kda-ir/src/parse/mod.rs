@@ -483,6 +483,31 @@ impl Parser {
         }
         self.k.schedule.early = self.eat_ident("early");
         self.k.schedule.trigger_at_entry = self.eat_ident("trigger_at_entry");
+        if self.eat_ident("evict_first") {
+            self.expect('=')?;
+            loop {
+                let pos = self.pos();
+                let t = self.tensor()?;
+                if self
+                    .k
+                    .schedule
+                    .evict_first
+                    .last()
+                    .is_some_and(|&last| last >= t)
+                {
+                    return err(
+                        pos,
+                        format!(
+                            "evict_first lists {t} out of order or twice; name each tensor once, in declaration order"
+                        ),
+                    );
+                }
+                self.k.schedule.evict_first.push(t);
+                if !self.eat(',') {
+                    break;
+                }
+            }
+        }
         self.expect('{')?;
         let body = self.k.body;
         self.statements(body, true)?;

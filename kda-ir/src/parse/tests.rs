@@ -215,6 +215,36 @@ fn the_early_flag_follows_the_launch() {
 }
 
 #[test]
+fn the_evict_first_hint_names_declared_tensors_in_order() {
+    let decls = "  tensor t0 \"x\": f32[32] strides[1] ready read align 4  ; @<kda>:0:0\n  tensor t1 \"y\": f32[32] strides[1] ready write align 4  ; @<kda>:0:0\n";
+    for (hint, named) in [("", 0), (" evict_first=t1", 1), (" evict_first=t0,t1", 2)] {
+        let text = format!("kernel k block=32 cluster=1 early{hint} {{\n{decls}}}\n");
+        let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(k.schedule.evict_first.len(), named, "{hint}");
+        assert!(k.schedule.early);
+        assert_eq!(write_kernel(&k), text);
+    }
+    for (hint, msg) in [
+        (" evict_first=t2", "t2 is not declared"),
+        (
+            " evict_first=t1,t0",
+            "evict_first lists t0 out of order or twice",
+        ),
+        (
+            " evict_first=t1,t1",
+            "evict_first lists t1 out of order or twice",
+        ),
+        (" evict_first=s0", "expected a tensor (`t0`)"),
+        (" evict_first early", "expected `=`"),
+        (" evict_first=t0 early", "expected `{`"),
+    ] {
+        let text = format!("kernel k block=32 cluster=1{hint} {{\n{decls}}}\n");
+        let e = parse_kernel(&text).expect_err(&text).to_string();
+        assert!(e.contains(msg), "{hint}: {e}");
+    }
+}
+
+#[test]
 fn errors_point_at_the_token() {
     let cases = [
         (

@@ -2,6 +2,7 @@
 //! kernel and leaves a verified kernel; `pipeline.rs` lists them in order.
 
 pub mod hoist_ready_loads;
+pub mod mark_evict_first;
 pub mod place_pdl_trigger;
 pub mod place_pdl_wait;
 pub mod sink_cluster_wait;

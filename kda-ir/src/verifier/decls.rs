@@ -18,6 +18,7 @@ pub(super) fn check(cx: &mut Ctx) {
     buffers(cx);
     barriers(cx);
     budget(cx);
+    hints(cx);
 }
 
 fn launch(cx: &mut Ctx) {
@@ -80,6 +81,29 @@ fn tensors(cx: &mut Ctx) {
                     "scalar {s} {:?} is bool, which cannot be passed at launch; pass an integer",
                     d.name
                 ),
+            );
+        }
+    }
+}
+
+/// The schedule hints name declared tensors, each once.
+fn hints(cx: &mut Ctx) {
+    let k = cx.k;
+    let here = Loc::synthetic();
+    let hinted = &k.schedule.evict_first;
+    for (n, &t) in hinted.iter().enumerate() {
+        if k.tensors.get(t).is_none() {
+            cx.decl_error(
+                &here,
+                format!(
+                    "the evict_first hint names {t}, which is not a declared tensor (the kernel declares {})",
+                    k.tensors.len()
+                ),
+            );
+        } else if hinted[..n].contains(&t) {
+            cx.decl_error(
+                &here,
+                format!("the evict_first hint names {t} twice; name each tensor once"),
             );
         }
     }
