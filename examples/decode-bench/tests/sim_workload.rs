@@ -118,3 +118,36 @@ fn slot_groups_are_disjoint_and_cover_the_cache() {
     seen.sort();
     assert_eq!(seen, (1..w.num_slots as i32).collect::<Vec<_>>());
 }
+
+/// Every schedule the sweep measures, at the sweep's shapes, passes the
+/// check the bench runs before timing it (here on the simulator, 2
+/// requests drawn with the generator's padding and write holes, at least
+/// one active).
+#[test]
+fn every_swept_schedule_passes_the_bench_check_on_the_simulator() {
+    let dev = SimDevice::new();
+    let mut failed = Vec::new();
+    for tokens in [1, 4] {
+        let family = Gdn::new(4, 8, tokens);
+        // The drawn launch has active requests (and so runs the schedule).
+        let args = gdn_decode::generate(&family.cfg, &gdn_decode::GenOptions::new(2).seed(7));
+        assert!((0..2).any(|b| matches!(
+            gdn_decode::resolve(&family.cfg, &args, b),
+            gdn_decode::Request::Active { .. }
+        )));
+        for s in gdn_decode::kernel::sweep_schedules(tokens) {
+            if let Err(e) = family.check(&dev, &s, 2, 7) {
+                failed.push(format!("{} {}: {e}", family.label(), s.label()));
+            }
+        }
+    }
+    let family = Mamba2::new(24, 1);
+    let args = mamba2_decode::generate(&family.cfg, &mamba2_decode::GenOptions::new(2).seed(7));
+    assert!((0..2).any(|b| mamba2_decode::resolve(&args, b).is_some()));
+    for s in mamba2_decode::kernel::sweep_schedules() {
+        if let Err(e) = family.check(&dev, &s, 2, 7) {
+            failed.push(format!("{} {}: {e}", family.label(), s.label()));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
