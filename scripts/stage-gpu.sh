@@ -39,6 +39,8 @@ echo "== building the flagship CLI (main job, bench, autotune)"
 cargo build --release --locked -p kda-split --bin kda-split
 echo "== building pipelined-copy (its check and --bench)"
 cargo build --release --locked -p pipelined-copy --bin pipelined-copy
+echo "== building decode-bench (the GDN / Mamba-2 schedule sweep)"
+cargo build --release --locked -p decode-bench --bin decode-bench
 
 echo "== building the Python wheel (kda, abi3; docs/python.md)"
 venv=.venv-py
@@ -67,6 +69,7 @@ while IFS=$'\t' read -r name path; do
 done <<<"$benches"
 stage_bin bin kda-split target/release/kda-split
 stage_bin bin pipelined-copy target/release/pipelined-copy
+stage_bin bin decode-bench target/release/decode-bench
 # The wheel with the Python tests and the benchmark against fla.
 mkdir -p "$stage/python"
 cp target/wheels-stage/kda-*.whl "$stage/python/"
@@ -221,6 +224,11 @@ step "bench-kda-split" "$here/bin/kda-split" bench --json "$out/bench-kda-split.
 # pipelined-copy: its check matrix on the GPU, then 1 GiB against the copy ceiling.
 step "main-pipelined-copy" "$here/bin/pipelined-copy"
 step "bench-pipelined-copy" "$here/bin/pipelined-copy" --bench
+# GDN (HK4 HV8, T 1 and 4) and Mamba-2 (H24 G1): every schedule of their
+# sweep lists at batch 128, the defaults at 1, 64 and 512, state rotated over
+# >= 4x L2, against the driver copy measured in the same run (about 50 s;
+# KDA_STEPS=bench-gdn-sweep runs it alone).
+step "bench-gdn-sweep" "$here/bin/decode-bench"
 
 # The Python package (needs python3 with torch; no network): the wheel
 # installed into a scratch folder, its tests on torch tensors (GPU tests

@@ -27,6 +27,18 @@
 //!   (a float4 per lane, `warp_sum`); thread `t` writes value `t & 127` of the
 //!   tokens `t >> 7, t >> 7 + 2, ..` scaled by `rstd · norm_weight · silu(z)`.
 //!
+//! ## Schedules
+//!
+//! [`Schedule`] picks the lane width, `min_blocks`, evict-first on the
+//! state's loads and stores, the scheduler's early schedule (ready loads
+//! above the PDL wait; the default), the PDL trigger at entry, and
+//! **staging**: thread 0 bulk-copies the head's 64 KiB page into shared
+//! memory (one `cp.async.bulk` on an mbarrier, issued with the ready loads)
+//! and each pass of token 0 reads its rows from there, so at T = 1 no
+//! thread holds the page in registers (64 registers instead of 127: the
+//! CTA count per SM is then bounded by shared memory, three). None changes
+//! the math; `sweep_schedules` lists what the bench measures.
+//!
 //! ## Why one CTA, and where the cluster comes from
 //!
 //! KdaSplit splits a head's value rows over a cluster because its gate warp
@@ -82,19 +94,84 @@ pub struct Schedule {
     /// Threads per state row: 8, 16 or 32 (4 leaves 64 key values of q̂
     /// and k̂ per thread and spills at T > 1).
     pub lanes: u32,
+    /// `.minnctapersm` (`min_blocks`): CTAs per SM that ptxas must fit in
+    /// the register file; 0 leaves the register count to ptxas.
+    pub min_blocks: u32,
+    /// L2 evict-first on the state's loads and stores: the state of a step
+    /// is read and written once, and is not read again before many more
+    /// bytes have streamed through L2.
+    pub evict: bool,
+    /// The scheduler's early schedule: ready loads (the state rows, conv
+    /// taps, weights) are issued before the PDL wait, so they overlap the
+    /// previous launch's tail. Off: one PDL wait at the kernel's entry.
+    pub early: bool,
+    /// Trigger dependent launches at the kernel's entry rather than after
+    /// the last produced read.
+    pub trigger_at_entry: bool,
+    /// Stage the state through shared memory: one thread bulk-copies the
+    /// head's 64 KiB page (`cp.async.bulk`, completing on an mbarrier) before
+    /// the PDL wait, and each pass reads its rows from there when it needs
+    /// them, so the page never sits in registers (T = 1: one pass's rows;
+    /// T > 1 keeps the rows in registers across tokens as unstaged).
+    pub staged: bool,
 }
 
 impl Default for Schedule {
-    /// 16 lanes: 127–172 registers over T = 1..4 (8 lanes: 138–255).
+    /// 16 lanes (127–172 registers over T = 1..4; 8 lanes: 138–255), early,
+    /// nothing else: the schedule the kernel was first measured with.
     fn default() -> Self {
-        Schedule { lanes: 16 }
+        Schedule {
+            lanes: 16,
+            min_blocks: 0,
+            evict: false,
+            early: true,
+            trigger_at_entry: false,
+            staged: false,
+        }
     }
 }
 
-#[cluster_kernel(block = BLOCK, cluster = cfg.num_v_heads / cfg.num_k_heads, early = true)]
+impl Schedule {
+    /// The default schedule with `lanes` threads per row.
+    pub fn lanes(lanes: u32) -> Self {
+        Schedule {
+            lanes,
+            ..Schedule::default()
+        }
+    }
+
+    /// A short label: `l16`, then `occN`, `evict`, `late` (no early
+    /// schedule), `trig`, `staged` where they differ from the default.
+    pub fn label(&self) -> String {
+        let mut s = format!("l{}", self.lanes);
+        if self.min_blocks > 0 {
+            s += &format!(" occ{}", self.min_blocks);
+        }
+        for (on, name) in [
+            (self.evict, "evict"),
+            (!self.early, "late"),
+            (self.trigger_at_entry, "trig"),
+            (self.staged, "staged"),
+        ] {
+            if on {
+                s += " ";
+                s += name;
+            }
+        }
+        s
+    }
+}
+
+#[cluster_kernel(
+    block = BLOCK,
+    cluster = cfg.num_v_heads / cfg.num_k_heads,
+    min_blocks = (schedule.min_blocks > 0).then_some(schedule.min_blocks),
+    early = schedule.early,
+    trigger_at_entry = schedule.trigger_at_entry
+)]
 pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
     #[comptime] cfg: &GdnConfig,
-    #[comptime] lanes: u32,
+    #[comptime] schedule: &Schedule,
     #[produced]
     #[strides(_, _)]
     x: Tensor<bf16, rows, { cfg.conv_dim() }>,
@@ -118,7 +195,7 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
     #[strides(_, _)]
     slot_table: Tensor<i32, requests, slot_width>,
     #[align(16)]
-    #[strides(_, _, _, 1)]
+    #[strides(_, _, { schedule.staged.then_some(128) }, 1)]
     state: Tensor<f32, state_slots, { cfg.hv() }, 128, 128>,
     #[strides(_, _)] output: Tensor<bf16, rows, { cfg.value_dim() }>,
     #[produced]
@@ -132,6 +209,13 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
     accepted: Tensor<i32, requests>,
 ) {
     let t_n = cfg.tokens;
+    let lanes = schedule.lanes;
+    // Evict-first on the state's loads and stores where the schedule asks.
+    let state_io = if schedule.evict {
+        state.evict_first()
+    } else {
+        state
+    };
     let group_size = cfg.num_v_heads / cfg.num_k_heads;
     let key_dim = cfg.key_dim() as u32;
     let (groups, passes, chunks) = (BLOCK / lanes, (lanes / 2) as usize, (32 / lanes) as usize);
@@ -158,6 +242,13 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
         let v = shared!([f32; t_n, 128]);
         let out = shared!([f32; t_n, 128]);
         let reductions = shared!([f32; t_n, 8]);
+        // Staged: the head's page in shared memory, completed on `page_full`.
+        let page_full = schedule
+            .staged
+            .then(|| mbarrier!(arrivals = 1, tx = 128 * 512));
+        let page = schedule
+            .staged
+            .then(|| shared!([f32; 128 * 128], align = 128));
 
         // Stream 0: q (half 0) or k (half 1) of k-head h / G; stream 1: v.
         let k_head = head / group_size;
@@ -172,10 +263,27 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
         let row: Vec<Val<u32>> = (0..passes as u32).map(|p| group + p * groups).collect();
         let column = |j: usize| (group_lane + lanes * j as u32) * 4;
         let mut history = regs!([f32; passes, chunks, 4]);
-        for (p, j) in (0..passes).flat_map(|p| (0..chunks).map(move |j| (p, j))) {
-            let v4 = state.load4([read, head, row[p], column(j)]).lanes();
-            for (e, &x) in v4.iter().enumerate() {
-                history[[p, j, e]] = x;
+        if let (Some(page), Some(full)) = (page, page_full) {
+            if tid == 0 {
+                full.init();
+            }
+            fence_mbarrier_init();
+            bar_sync(2, BLOCK);
+            if tid == 0 {
+                full.arm();
+                bulk_copy!(
+                    page[0] = state[[read, head, 0, 0]],
+                    bytes = 128 * 512,
+                    completes = full,
+                    evict_first = schedule.evict
+                );
+            }
+        } else {
+            for (p, j) in (0..passes).flat_map(|p| (0..chunks).map(move |j| (p, j))) {
+                let v4 = state_io.load4([read, head, row[p], column(j)]).lanes();
+                for (e, &x) in v4.iter().enumerate() {
+                    history[[p, j, e]] = x;
+                }
             }
         }
         let (mut taps, mut coeff, mut acc) =
@@ -260,7 +368,20 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
             }
             let (d, b) = (decays[tok], betas[tok]);
             let write = resolved.writes[tok];
+            if let (0, Some(full)) = (tok, page_full) {
+                full.wait();
+            }
             for p in 0..passes {
+                // Staged: this pass's rows from shared memory (token 0; later
+                // tokens keep them in registers).
+                if let (0, Some(page)) = (tok, page) {
+                    for j in 0..chunks {
+                        let v4 = page.load4(row[p] * 128 + column(j)).lanes();
+                        for e in 0..4 {
+                            history[[p, j, e]] = v4[e];
+                        }
+                    }
+                }
                 for j in 0..chunks {
                     for e in 0..4 {
                         history[[p, j, e]] *= d;
@@ -281,9 +402,9 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
                     let idx = [ix(write), ix(head), ix(row[p]), ix(column(j))];
                     let h4 = pack([0, 1, 2, 3].map(|e| history[[p, j, e]]));
                     if t_n > 1 {
-                        state.store_if(idx, h4, write > 0);
+                        state_io.store_if(idx, h4, write > 0);
                     } else {
-                        state.store(idx, h4);
+                        state_io.store(idx, h4);
                     }
                 }
             }
@@ -372,6 +493,8 @@ pub enum BuildError {
     Dtypes(Dtypes),
     #[error("lanes per state row must be 8, 16 or 32; got {0}")]
     Lanes(u32),
+    #[error("min_blocks must be at most 8 (2048 threads per SM of 256); got {0}")]
+    MinBlocks(u32),
     #[error(
         "num_v_heads / num_k_heads = {0}: at most {MAX_GROUP} v-heads per k-head (one cluster per k-head and request)"
     )]
@@ -384,11 +507,14 @@ pub fn build(cfg: &GdnConfig, dt: &Dtypes, schedule: &Schedule) -> Result<Kernel
     if ![8, 16, 32].contains(&schedule.lanes) {
         return Err(BuildError::Lanes(schedule.lanes));
     }
+    if schedule.min_blocks > 2048 / BLOCK {
+        return Err(BuildError::MinBlocks(schedule.min_blocks));
+    }
     let group = cfg.num_v_heads / cfg.num_k_heads;
     if group > MAX_GROUP {
         return Err(BuildError::Group(group));
     }
-    let l = schedule.lanes;
+    let l = schedule;
     Ok(match (dt.conv_weight, dt.conv_bias, dt.norm_weight) {
         (BF16, BF16, BF16) => gdn_decode::<bf16, bf16, bf16>(cfg, l),
         (BF16, BF16, F32) => gdn_decode::<bf16, bf16, f32>(cfg, l),
@@ -400,4 +526,64 @@ pub fn build(cfg: &GdnConfig, dt: &Dtypes, schedule: &Schedule) -> Result<Kernel
         (F32, F32, F32) => gdn_decode::<f32, f32, f32>(cfg, l),
         _ => return Err(BuildError::Dtypes(*dt)),
     })
+}
+
+/// The schedules the bench sweep (`decode-bench`) measures at batch 128 for
+/// `tokens` tokens, default first: lane widths, no early schedule,
+/// evict-first, trigger at entry, occupancy, staging and their combinations.
+/// `tests/ptxas.rs` assembles each at the bench's shapes without spills.
+pub fn sweep_schedules(tokens: u32) -> Vec<Schedule> {
+    let d = Schedule::default();
+    let mut list = vec![
+        d,
+        Schedule::lanes(8),
+        Schedule::lanes(32),
+        Schedule { early: false, ..d },
+        Schedule { evict: true, ..d },
+        Schedule {
+            trigger_at_entry: true,
+            ..d
+        },
+        Schedule {
+            evict: true,
+            trigger_at_entry: true,
+            ..d
+        },
+        Schedule { staged: true, ..d },
+        Schedule {
+            staged: true,
+            evict: true,
+            ..d
+        },
+        Schedule {
+            staged: true,
+            evict: true,
+            trigger_at_entry: true,
+            ..d
+        },
+    ];
+    if tokens == 1 {
+        // 127 registers at T = 1: two CTAs per SM either way; staged, the
+        // page is in shared memory and three CTAs may fit.
+        list.extend([
+            Schedule { min_blocks: 2, ..d },
+            Schedule {
+                staged: true,
+                min_blocks: 3,
+                ..d
+            },
+            Schedule {
+                staged: true,
+                evict: true,
+                min_blocks: 3,
+                ..d
+            },
+            Schedule {
+                staged: true,
+                lanes: 32,
+                ..d
+            },
+        ]);
+    }
+    list
 }

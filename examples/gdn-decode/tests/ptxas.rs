@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::MATRIX;
+use common::{KNOBS, MATRIX};
 use gdn_decode::GdnConfig;
 use gdn_decode::kernel::{Dtypes, Schedule, build};
 use kda_host::testing::assembles_without_spills;
@@ -19,6 +19,7 @@ fn assemble(label: &str, cfg: &GdnConfig, dt: &Dtypes, schedule: &Schedule) -> b
 fn matrix_assembles_without_spills() {
     let spilled: Vec<String> = MATRIX
         .iter()
+        .chain(KNOBS)
         .filter(|p| !assemble(&p.label(), &p.config(), &Dtypes::default(), &p.schedule()))
         .map(|p| p.label())
         .collect();
@@ -32,7 +33,23 @@ fn every_lane_width_and_token_count_assembles_without_spills() {
         for lanes in [8, 16, 32] {
             let cfg = GdnConfig::new(16, 32, tokens, true).unwrap();
             let label = format!("HK16 HV32 T{tokens} lanes{lanes}");
-            if !assemble(&label, &cfg, &Dtypes::default(), &Schedule { lanes }) {
+            if !assemble(&label, &cfg, &Dtypes::default(), &Schedule::lanes(lanes)) {
+                spilled.push(label);
+            }
+        }
+    }
+    assert!(spilled.is_empty(), "spills: {spilled:#?}");
+}
+
+#[test]
+fn bench_sweep_schedules_assemble_without_spills() {
+    // The bench's shapes: Qwen3-Next's TP slice (HK 4, HV 8), T = 1 and 4.
+    let mut spilled = Vec::new();
+    for tokens in [1, 4] {
+        let cfg = GdnConfig::new(4, 8, tokens, true).unwrap();
+        for schedule in gdn_decode::kernel::sweep_schedules(tokens) {
+            let label = format!("HK4 HV8 T{tokens} {}", schedule.label());
+            if !assemble(&label, &cfg, &Dtypes::default(), &schedule) {
                 spilled.push(label);
             }
         }

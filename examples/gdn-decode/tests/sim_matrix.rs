@@ -27,6 +27,30 @@ fn matrix_matches_the_reference() {
 }
 
 #[test]
+fn schedule_knobs_match_the_reference() {
+    let (mut padding, mut holes) = (0, 0);
+    for (n, point) in common::KNOBS.iter().enumerate() {
+        let (cfg, args) = (point.config(), point.args(200 + n as u64));
+        // Every point runs its schedule on at least one active request.
+        assert!(
+            (0..args.requests()).any(|b| matches!(resolve(&cfg, &args, b), Request::Active { .. })),
+            "{}: every request is padding",
+            point.label()
+        );
+        for b in 0..args.requests() {
+            match resolve(&cfg, &args, b) {
+                Request::Padding => padding += 1,
+                Request::Active { writes, .. } => {
+                    holes += writes.iter().filter(|w| w.is_none()).count()
+                }
+            }
+        }
+    }
+    common::check_knobs(&SimDevice::new(), false).assert_all_passed();
+    assert!(padding > 0 && holes > 0, "padding {padding}, holes {holes}");
+}
+
+#[test]
 fn random_interleavings_give_the_same_result() {
     // Grouped heads (a cluster of 4), T = 3.
     let point = &MATRIX[6];

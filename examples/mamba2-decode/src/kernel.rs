@@ -32,6 +32,16 @@
 //! no cross-CTA reduction; the cluster is only the barrier that makes the
 //! shared conv state race-free without a second launch or a workspace.
 //!
+//! ## Schedules
+//!
+//! [`Schedule`] changes the layout within these rules — a smaller cluster
+//! (more heads per CTA), 1, 2 or 4 float4 per row and thread (32, 16 or 8
+//! lanes), the wave depth (fewer passes held at once: fewer registers, more
+//! CTAs per SM) — and the scheduling: `min_blocks`, evict-first on the
+//! state's loads and stores, the early schedule and the PDL trigger at
+//! entry. None changes the math; `sweep_schedules` lists what the bench
+//! measures. The default is the layout above without the early schedule.
+//!
 //! ## Order
 //!
 //! Ready data first (slot, conv taps, weights, bias, per-head parameters, the
@@ -57,7 +67,106 @@ pub const WAVE_VALUES: u32 = 64;
 /// Threads per CTA at most.
 const MAX_BLOCK: u32 = 128;
 
-/// How a launch is laid out; comptime, derived from the config alone.
+/// The kernel's schedule knobs (none change the math). The default is the
+/// schedule the kernel was first measured with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Schedule {
+    /// Largest cluster: the heads of a group are spread over the largest
+    /// divisor of `H/G` up to this many CTAs (at most [`MAX_CLUSTER`]);
+    /// fewer CTAs per group means more heads per CTA.
+    pub max_cluster: u32,
+    /// float4 chunks of a state row per thread (1, 2 or 4; lanes per row
+    /// `N / (4·chunks)`, at most 32); 0: the plan's choice (4 where the
+    /// head fills 128 threads).
+    pub chunks: u32,
+    /// Passes whose state a thread holds at once (a divisor of the passes;
+    /// the next wave is loaded while this one is computed); 0: as many as
+    /// hold [`WAVE_VALUES`] values.
+    pub wave: u32,
+    /// `.minnctapersm` (`min_blocks`); 0 leaves the register count to ptxas.
+    pub min_blocks: u32,
+    /// L2 evict-first on the state's loads and stores.
+    pub evict: bool,
+    /// The scheduler's early schedule (ready loads — conv taps, weights, the
+    /// first wave of state — before the PDL wait). Off: one PDL wait at the
+    /// kernel's entry.
+    pub early: bool,
+    /// Trigger dependent launches at the kernel's entry.
+    pub trigger_at_entry: bool,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            max_cluster: MAX_CLUSTER,
+            chunks: 0,
+            wave: 0,
+            min_blocks: 0,
+            evict: false,
+            early: false,
+            trigger_at_entry: false,
+        }
+    }
+}
+
+impl Schedule {
+    /// A short label: `default`, or the knobs that differ from it (`cN`,
+    /// `chN`, `wN`, `occN`, `evict`, `early`, `trig`).
+    pub fn label(&self) -> String {
+        let d = Schedule::default();
+        let mut parts = Vec::new();
+        if self.max_cluster != d.max_cluster {
+            parts.push(format!("c{}", self.max_cluster));
+        }
+        if self.chunks != 0 {
+            parts.push(format!("ch{}", self.chunks));
+        }
+        if self.wave != 0 {
+            parts.push(format!("w{}", self.wave));
+        }
+        if self.min_blocks != 0 {
+            parts.push(format!("occ{}", self.min_blocks));
+        }
+        for (on, name) in [
+            (self.evict, "evict"),
+            (self.early, "early"),
+            (self.trigger_at_entry, "trig"),
+        ] {
+            if on {
+                parts.push(name.to_string());
+            }
+        }
+        if parts.is_empty() {
+            "default".into()
+        } else {
+            parts.join(" ")
+        }
+    }
+}
+
+/// Why a schedule does not fit a configuration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("max_cluster must be 1..={MAX_CLUSTER}; got {0}")]
+    Cluster(u32),
+    #[error(
+        "chunks must be 0, 1, 2 or 4 with N / (4·chunks) lanes a power of two up to 32 and P·lanes >= 32; got {0}"
+    )]
+    Chunks(u32),
+    #[error("wave must be 0 or divide the {passes} passes; got {wave}")]
+    Wave { wave: u32, passes: u32 },
+    #[error(
+        "min_blocks must be at most {max} (2048 threads per SM of {block}-thread CTAs); got {min_blocks}"
+    )]
+    MinBlocks {
+        min_blocks: u32,
+        block: u32,
+        max: u32,
+    },
+}
+
+/// How a launch is laid out; comptime, derived from the config and the
+/// schedule ([`Plan::with`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// float4 chunks of a state row per thread.
@@ -78,30 +187,68 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Four float4 per thread and row, fewer when the head is too small to
-    /// fill 128 threads; the largest cluster dividing `H/G`.
+    /// The default schedule's plan ([`Plan::with`]).
     pub fn new(cfg: &Mamba2Config) -> Plan {
+        Plan::with(cfg, &Schedule::default()).expect("the default schedule fits every config")
+    }
+
+    /// Four float4 per thread and row (or `schedule.chunks`), fewer when the
+    /// head is too small to fill 128 threads; the largest cluster dividing
+    /// `H/G` up to `schedule.max_cluster`; waves of [`WAVE_VALUES`] values
+    /// (or `schedule.wave` passes).
+    pub fn with(cfg: &Mamba2Config, schedule: &Schedule) -> Result<Plan, ScheduleError> {
         let (p, n) = (cfg.head_dim, cfg.d_state);
-        let mut chunks = 4;
-        while chunks > 1 && p * n / (4 * chunks) < MAX_BLOCK {
-            chunks /= 2;
+        if !(1..=MAX_CLUSTER).contains(&schedule.max_cluster) {
+            return Err(ScheduleError::Cluster(schedule.max_cluster));
         }
+        let chunks = if schedule.chunks == 0 {
+            let mut chunks = 4;
+            while chunks > 1 && p * n / (4 * chunks) < MAX_BLOCK {
+                chunks /= 2;
+            }
+            chunks
+        } else {
+            let c = schedule.chunks;
+            let ok = [1, 2, 4].contains(&c)
+                && n.is_multiple_of(4 * c)
+                && (n / (4 * c)).is_power_of_two()
+                && n / (4 * c) <= 32
+                && p * (n / (4 * c)) >= 32;
+            if !ok {
+                return Err(ScheduleError::Chunks(c));
+            }
+            c
+        };
         let lanes = n / (4 * chunks);
         let block = (p * lanes).min(MAX_BLOCK);
+        let passes = p * lanes / block;
         let per_group = cfg.heads / cfg.n_groups;
-        let cluster = (1..=per_group.min(MAX_CLUSTER))
+        let cluster = (1..=per_group.min(schedule.max_cluster))
             .rev()
             .find(|k| per_group.is_multiple_of(*k))
             .expect("1 divides everything");
-        Plan {
+        let wave = match schedule.wave {
+            0 => (WAVE_VALUES / (4 * chunks)).clamp(1, passes),
+            w if passes.is_multiple_of(w) => w,
+            wave => return Err(ScheduleError::Wave { wave, passes }),
+        };
+        let max = 2048 / block;
+        if schedule.min_blocks > max {
+            return Err(ScheduleError::MinBlocks {
+                min_blocks: schedule.min_blocks,
+                block,
+                max,
+            });
+        }
+        Ok(Plan {
             chunks,
             lanes,
             block,
-            passes: p * lanes / block,
+            passes,
             cluster,
             heads_per_cta: per_group / cluster,
-            wave: (WAVE_VALUES / (4 * chunks)).clamp(1, p * lanes / block),
-        }
+            wave,
+        })
     }
 
     /// The launch grid for `requests` requests: CTAs along heads, requests
@@ -146,9 +293,17 @@ fn silu(z: Val<f32>) -> Val<f32> {
     z * z.sigmoid()
 }
 
-#[cluster_kernel(block = Plan::new(cfg).block, cluster = Plan::new(cfg).cluster)]
+#[cluster_kernel(
+    block = plan.block,
+    cluster = plan.cluster,
+    min_blocks = (schedule.min_blocks > 0).then_some(schedule.min_blocks),
+    early = schedule.early,
+    trigger_at_entry = schedule.trigger_at_entry
+)]
 pub fn mamba2_decode<W: Elem, Bi: Elem>(
     #[comptime] cfg: &Mamba2Config,
+    #[comptime] plan: &Plan,
+    #[comptime] schedule: &Schedule,
     #[produced]
     #[strides(_, _)]
     xbc: Tensor<bf16, requests, { cfg.conv_dim() }>,
@@ -175,7 +330,6 @@ pub fn mamba2_decode<W: Elem, Bi: Elem>(
     state: Tensor<f32, state_slots, { cfg.heads }, { cfg.head_dim }, { cfg.d_state }>,
     #[strides(_, _)] output: Tensor<bf16, requests, { cfg.d_inner() }>,
 ) {
-    let plan = Plan::new(cfg);
     let (block, lanes, m) = (plan.block, plan.lanes, plan.heads_per_cta);
     let (chunks, passes, wave) = (
         plan.chunks as usize,
@@ -190,6 +344,12 @@ pub fn mamba2_decode<W: Elem, Bi: Elem>(
     let head0 = cta * m;
     let tid = thread_idx();
     let slot = slots[request];
+    // Evict-first on the state's loads and stores where the schedule asks.
+    let state_io = if schedule.evict {
+        state.evict_first()
+    } else {
+        state
+    };
     // Thread `tid`'s `j`-th element of a span of `count` (an index clamped
     // into the span, and whether it is real where `count` is not a multiple
     // of the block).
@@ -270,7 +430,7 @@ pub fn mamba2_decode<W: Elem, Bi: Elem>(
             for k in 0..wave {
                 for j in 0..chunks {
                     let h = head0 + hh as u32;
-                    let v4 = state.load4([slot, h, row(w * wave + k), column(j)]);
+                    let v4 = state_io.load4([slot, h, row(w * wave + k), column(j)]);
                     for e in 0..4 {
                         s[[k, j, e]] = v4.lane(e);
                     }
@@ -366,7 +526,7 @@ pub fn mamba2_decode<W: Elem, Bi: Elem>(
                         y = fma(new, c_cols[[j, e]], y);
                     }
                     let s4 = pack([0, 1, 2, 3].map(|e| s[[k, j, e]]));
-                    state.store([slot, h, p, column(j)], s4);
+                    state_io.store([slot, h, p, column(j)], s4);
                 }
                 y = warp_sum(y, lanes);
                 if let Some(skip) = skips[hh] {
@@ -400,14 +560,109 @@ pub fn mamba2_decode<W: Elem, Bi: Elem>(
 }
 
 /// The kernel for `cfg` with `conv_weight` and `conv_bias` stored as f32
-/// (else bf16; the bias flag is ignored without a bias).
+/// (else bf16; the bias flag is ignored without a bias), default schedule.
 pub fn build(cfg: &Mamba2Config, weights_f32: bool, bias_f32: bool) -> Kernel {
-    match (weights_f32, bias_f32) {
-        (false, false) => mamba2_decode::<bf16, bf16>(cfg),
-        (false, true) => mamba2_decode::<bf16, f32>(cfg),
-        (true, false) => mamba2_decode::<f32, bf16>(cfg),
-        (true, true) => mamba2_decode::<f32, f32>(cfg),
-    }
+    build_with(cfg, weights_f32, bias_f32, &Schedule::default())
+        .expect("the default schedule fits every config")
+}
+
+/// [`build`] with `schedule`.
+pub fn build_with(
+    cfg: &Mamba2Config,
+    weights_f32: bool,
+    bias_f32: bool,
+    schedule: &Schedule,
+) -> Result<Kernel, ScheduleError> {
+    let plan = &Plan::with(cfg, schedule)?;
+    Ok(match (weights_f32, bias_f32) {
+        (false, false) => mamba2_decode::<bf16, bf16>(cfg, plan, schedule),
+        (false, true) => mamba2_decode::<bf16, f32>(cfg, plan, schedule),
+        (true, false) => mamba2_decode::<f32, bf16>(cfg, plan, schedule),
+        (true, true) => mamba2_decode::<f32, f32>(cfg, plan, schedule),
+    })
+}
+
+/// The schedules the bench sweep (`decode-bench`) measures at batch 128,
+/// default first: the early schedule, evict-first, trigger at entry,
+/// smaller clusters (more heads per CTA), lane widths, waves and occupancy.
+/// `tests/ptxas.rs` assembles each at the bench's shape without spills.
+pub fn sweep_schedules() -> Vec<Schedule> {
+    let d = Schedule::default();
+    let e = Schedule { early: true, ..d };
+    vec![
+        d,
+        e,
+        Schedule { evict: true, ..d },
+        Schedule { evict: true, ..e },
+        Schedule {
+            trigger_at_entry: true,
+            ..e
+        },
+        Schedule {
+            evict: true,
+            trigger_at_entry: true,
+            ..e
+        },
+        Schedule {
+            max_cluster: 8,
+            ..e
+        },
+        Schedule {
+            max_cluster: 6,
+            ..e
+        },
+        Schedule {
+            max_cluster: 4,
+            ..e
+        },
+        Schedule { chunks: 2, ..e },
+        Schedule { chunks: 1, ..e },
+        Schedule { wave: 2, ..e },
+        Schedule { wave: 1, ..e },
+        // Waves of fewer passes free registers (default 223 at this shape:
+        // two CTAs per SM; waves of 2: 157, three; of 1: 128, four).
+        Schedule {
+            wave: 2,
+            min_blocks: 3,
+            ..e
+        },
+        Schedule {
+            wave: 1,
+            min_blocks: 4,
+            ..e
+        },
+        Schedule {
+            wave: 2,
+            min_blocks: 3,
+            evict: true,
+            ..e
+        },
+        Schedule {
+            wave: 1,
+            min_blocks: 4,
+            evict: true,
+            trigger_at_entry: true,
+            ..e
+        },
+        Schedule {
+            max_cluster: 8,
+            wave: 1,
+            min_blocks: 4,
+            ..e
+        },
+        Schedule {
+            chunks: 2,
+            wave: 2,
+            min_blocks: 4,
+            ..e
+        },
+        Schedule {
+            max_cluster: 8,
+            evict: true,
+            trigger_at_entry: true,
+            ..e
+        },
+    ]
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::args::Mamba2Args;
 use crate::config::Mamba2Config;
-use crate::kernel::{Plan, build};
+use crate::kernel::{Plan, Schedule, ScheduleError, build_with};
 use crate::validate::{ArgError, validate};
 
 /// Why a run did not happen. Every valid call builds: the conv dtypes
@@ -20,6 +20,8 @@ use crate::validate::{ArgError, validate};
 pub enum RunError {
     #[error("invalid arguments: {0:?}")]
     Args(Vec<ArgError>),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
@@ -30,25 +32,61 @@ pub fn tensor_args(args: &Mamba2Args) -> Vec<&HostTensor> {
     args.tensors()
 }
 
-/// Validate, build, load and upload.
+/// Validate, build (default schedule), load and upload.
 pub fn prepare<D: Device>(
     dev: &D,
     cfg: &Mamba2Config,
     args: &Mamba2Args,
 ) -> Result<Prepared<D>, RunError> {
+    prepare_with(dev, cfg, args, &Schedule::default())
+}
+
+/// The kernel for these arguments' conv dtypes and `schedule` (not yet
+/// specialised on their strides).
+pub fn kernel_for(
+    cfg: &Mamba2Config,
+    args: &Mamba2Args,
+    schedule: &Schedule,
+) -> Result<kda_ir::Kernel, ScheduleError> {
+    let f32_bias = args.conv_bias.as_ref().map(HostTensor::dtype) == Some(DType::F32);
+    build_with(
+        cfg,
+        args.conv_weight.dtype() == DType::F32,
+        f32_bias,
+        schedule,
+    )
+}
+
+/// Validate, build with `schedule`, load and upload.
+pub fn prepare_with<D: Device>(
+    dev: &D,
+    cfg: &Mamba2Config,
+    args: &Mamba2Args,
+    schedule: &Schedule,
+) -> Result<Prepared<D>, RunError> {
     let errors = validate(cfg, args);
     if !errors.is_empty() {
         return Err(RunError::Args(errors));
     }
-    let f32_bias = args.conv_bias.as_ref().map(HostTensor::dtype) == Some(DType::F32);
-    let kernel = build(cfg, args.conv_weight.dtype() == DType::F32, f32_bias);
-    let grid = Plan::new(cfg).grid(cfg, args.requests() as u32);
+    let kernel = kernel_for(cfg, args, schedule)?;
+    let grid = Plan::with(cfg, schedule)?.grid(cfg, args.requests() as u32);
     Ok(Prepared::new(dev, kernel, args, grid, &[])?)
 }
 
-/// Validate, run once and read back output, state and conv state.
+/// Validate, run once (default schedule) and read back output, state and
+/// conv state.
 pub fn run<D: Device>(dev: &D, cfg: &Mamba2Config, args: &Mamba2Args) -> Result<Actual, RunError> {
-    let prepared = prepare(dev, cfg, args)?;
+    run_with(dev, cfg, args, &Schedule::default())
+}
+
+/// [`run`] with `schedule`.
+pub fn run_with<D: Device>(
+    dev: &D,
+    cfg: &Mamba2Config,
+    args: &Mamba2Args,
+    schedule: &Schedule,
+) -> Result<Actual, RunError> {
+    let prepared = prepare_with(dev, cfg, args, schedule)?;
     prepared.launch(dev)?;
     Ok(prepared.results(dev, args)?)
 }

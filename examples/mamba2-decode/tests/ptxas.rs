@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::{MATRIX, model};
+use common::{KNOBS, MATRIX, model};
 use kda_host::testing::assembles_without_spills;
-use mamba2_decode::kernel::{Plan, build};
+use mamba2_decode::kernel::{Plan, build, build_with, sweep_schedules};
 
 #[test]
 fn matrix_and_model_shapes_assemble_without_spills() {
@@ -34,4 +34,25 @@ fn matrix_and_model_shapes_assemble_without_spills() {
         spilled.is_empty(),
         "configurations that spill: {spilled:#?}"
     );
+}
+
+#[test]
+fn schedule_knobs_and_bench_sweep_assemble_without_spills() {
+    let mut spilled = Vec::new();
+    for p in &KNOBS {
+        let kernel = build_with(&p.config(), false, false, &p.schedule).unwrap();
+        if !assembles_without_spills(&p.label(), &kernel) {
+            spilled.push(p.label());
+        }
+    }
+    // The bench's shape: a TP slice of Mamba-2 2.7B (24 heads, one group).
+    let cfg = model(24, 1).config();
+    for schedule in sweep_schedules() {
+        let label = format!("H24 G1 P64 N128 [{}]", schedule.label());
+        let kernel = build_with(&cfg, false, false, &schedule).unwrap();
+        if !assembles_without_spills(&label, &kernel) {
+            spilled.push(label);
+        }
+    }
+    assert!(spilled.is_empty(), "spills: {spilled:#?}");
 }

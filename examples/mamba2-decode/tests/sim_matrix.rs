@@ -13,6 +13,20 @@ fn matrix_matches_the_reference() {
 }
 
 #[test]
+fn schedule_knobs_match_the_reference() {
+    // Every point runs its schedule on at least one active request.
+    for (n, point) in common::KNOBS.iter().enumerate() {
+        let args = point.args(200 + n as u64);
+        assert!(
+            (0..args.requests()).any(|b| mamba2_decode::resolve(&args, b).is_some()),
+            "{}: every request is padding",
+            point.label()
+        );
+    }
+    common::check_knobs(&SimDevice::new(), false);
+}
+
+#[test]
 fn random_interleavings_give_the_same_result() {
     // A cluster of 8 CTAs sharing one group's conv state.
     let point = &MATRIX[7];

@@ -45,7 +45,7 @@ impl Gdn {
         Ok(Gdn {
             launch: GdnLaunch {
                 cfg,
-                schedule: Schedule { lanes },
+                schedule: Schedule::lanes(lanes),
             },
         })
     }

@@ -18,7 +18,7 @@ pub struct Point {
     pub tokens: u32,
     pub has_bias: bool,
     pub requests: usize,
-    pub lanes: u32,
+    pub schedule: Schedule,
     /// f32 conv weights, bias and norm weight; SD conv layout with a spare
     /// conv column and spare slot columns.
     pub variant: bool,
@@ -39,9 +39,33 @@ const fn p(
         tokens,
         has_bias,
         requests,
-        lanes,
+        schedule: Schedule {
+            lanes,
+            min_blocks: 0,
+            evict: false,
+            early: true,
+            trigger_at_entry: false,
+            staged: false,
+        },
         variant,
     }
+}
+
+/// `point` with schedule knobs changed by `f`.
+const fn knob(
+    mut point: Point,
+    min_blocks: u32,
+    evict: bool,
+    early: bool,
+    trigger: bool,
+    staged: bool,
+) -> Point {
+    point.schedule.min_blocks = min_blocks;
+    point.schedule.evict = evict;
+    point.schedule.early = early;
+    point.schedule.trigger_at_entry = trigger;
+    point.schedule.staged = staged;
+    point
 }
 
 pub const MATRIX: &[Point] = &[
@@ -56,6 +80,27 @@ pub const MATRIX: &[Point] = &[
     p(1, 1, 4, false, 4, 16, false),
 ];
 
+/// One small point per schedule knob value other than the default (the
+/// bench sweeps them): occupancy, evict-first, no early schedule, trigger at
+/// entry, staging (at each lane width, T = 1 and T > 1, grouped heads).
+pub const KNOBS: &[Point] = &[
+    knob(p(1, 2, 1, true, 3, 16, false), 2, false, true, false, false),
+    knob(p(2, 2, 1, false, 3, 16, true), 0, true, true, false, false),
+    knob(
+        p(1, 2, 2, true, 3, 16, false),
+        0,
+        false,
+        false,
+        false,
+        false,
+    ),
+    knob(p(1, 1, 1, true, 4, 16, false), 0, false, true, true, false),
+    knob(p(1, 2, 1, true, 4, 16, false), 0, false, true, false, true),
+    knob(p(1, 2, 1, false, 4, 32, true), 0, true, true, false, true),
+    knob(p(1, 2, 3, true, 3, 8, false), 0, true, true, true, true),
+    knob(p(1, 2, 1, true, 3, 8, false), 3, false, true, false, true),
+];
+
 impl Point {
     pub fn config(&self) -> GdnConfig {
         GdnConfig::new(
@@ -68,7 +113,7 @@ impl Point {
     }
 
     pub fn schedule(&self) -> Schedule {
-        Schedule { lanes: self.lanes }
+        self.schedule
     }
 
     pub fn options(&self, seed: u64) -> GenOptions {
@@ -89,13 +134,13 @@ impl Point {
 
     pub fn label(&self) -> String {
         format!(
-            "HK{} HV{} T{} bias{} B{} lanes{}{}",
+            "HK{} HV{} T{} bias{} B{} {}{}",
             self.num_k_heads,
             self.num_v_heads,
             self.tokens,
             self.has_bias as u8,
             self.requests,
-            self.lanes,
+            self.schedule.label(),
             if self.variant { " f32-weights SD" } else { "" }
         )
     }
@@ -130,10 +175,20 @@ pub fn check<D: Device>(
 /// [`check`] of every matrix point on `dev` (point `n` drawn with seed
 /// `100 + n`).
 pub fn check_matrix<D: Device>(dev: &D, against_sim: bool) -> Verdicts {
+    check_points(dev, MATRIX, 100, against_sim)
+}
+
+/// [`check`] of every schedule-knob point on `dev` (point `n` drawn with
+/// seed `200 + n`).
+pub fn check_knobs<D: Device>(dev: &D, against_sim: bool) -> Verdicts {
+    check_points(dev, KNOBS, 200, against_sim)
+}
+
+fn check_points<D: Device>(dev: &D, points: &[Point], seed: u64, against_sim: bool) -> Verdicts {
     run_matrix(
         dev,
-        MATRIX.iter().enumerate(),
+        points.iter().enumerate(),
         |(_, point)| point.label(),
-        |dev, &(n, point)| check(dev, point, 100 + n as u64, against_sim),
+        |dev, &(n, point)| check(dev, point, seed + n as u64, against_sim),
     )
 }

@@ -7,7 +7,8 @@
 
 use kda_host::testing::{Agreement, Verdict, run_matrix};
 use kda_runtime::{Device, SimDevice};
-use mamba2_decode::run::{RunError, run};
+use mamba2_decode::kernel::{MAX_CLUSTER, Schedule};
+use mamba2_decode::run::{RunError, run_with};
 use mamba2_decode::{
     ConvLayout, DtBias, GenOptions, Mamba2Args, Mamba2Config, compare, generate, reference,
 };
@@ -24,6 +25,7 @@ pub struct Point {
     pub padding: f64,
     pub weights_f32: bool,
     pub layout: ConvLayout,
+    pub schedule: Schedule,
 }
 
 pub const fn point(heads: u32, n_groups: u32, head_dim: u32, d_state: u32) -> Point {
@@ -37,6 +39,15 @@ pub const fn point(heads: u32, n_groups: u32, head_dim: u32, d_state: u32) -> Po
         padding: 0.25,
         weights_f32: false,
         layout: ConvLayout::Ds,
+        schedule: Schedule {
+            max_cluster: MAX_CLUSTER,
+            chunks: 0,
+            wave: 0,
+            min_blocks: 0,
+            evict: false,
+            early: false,
+            trigger_at_entry: false,
+        },
     }
 }
 
@@ -79,6 +90,39 @@ pub const MATRIX: [Point; 14] = [
     point(1, 1, 32, 256),
 ];
 
+/// `p` with schedule knobs: (max_cluster, chunks, wave, min_blocks) and
+/// (evict, early, trigger at entry).
+const fn knob(mut p: Point, sizes: [u32; 4], flags: [bool; 3]) -> Point {
+    let [max_cluster, chunks, wave, min_blocks] = sizes;
+    let [evict, early, trigger_at_entry] = flags;
+    p.schedule = Schedule {
+        max_cluster,
+        chunks,
+        wave,
+        min_blocks,
+        evict,
+        early,
+        trigger_at_entry,
+    };
+    p
+}
+
+/// One small point per schedule knob value other than the default that the
+/// bench sweeps: smaller clusters (more heads per CTA), 2 and 1 chunks per
+/// row (16 and 32 lanes), waves of 1 and 2 passes, occupancy, evict-first,
+/// the early schedule, trigger at entry; model-sized heads (P 64, N 128),
+/// padding included.
+pub const KNOBS: [Point; 8] = [
+    knob(point(8, 1, 64, 128), [4, 0, 0, 0], [false; 3]),
+    knob(point(4, 1, 64, 128), [2, 2, 0, 0], [false, true, false]),
+    knob(point(2, 1, 64, 128), [16, 1, 0, 0], [true, false, false]),
+    knob(point(4, 2, 64, 128), [16, 0, 1, 0], [false, true, true]),
+    knob(point(6, 1, 64, 128), [3, 0, 2, 3], [false; 3]),
+    knob(point(2, 1, 64, 128), [16, 0, 0, 0], [true, true, true]),
+    knob(point(4, 1, 64, 128), [1, 0, 0, 2], [false, false, true]),
+    knob(point(6, 3, 64, 128), [16, 0, 0, 4], [true, true, false]),
+];
+
 impl Point {
     pub fn config(&self) -> Mamba2Config {
         let [has_z, has_d, has_conv_bias] = self.flags;
@@ -98,7 +142,7 @@ impl Point {
     pub fn label(&self) -> String {
         let [z, d, bias] = self.flags;
         format!(
-            "H{} G{} P{} N{} z{} d{} bias{} B{} pad{} {}{:?}",
+            "H{} G{} P{} N{} z{} d{} bias{} B{} pad{} {}{:?} [{}]",
             self.heads,
             self.n_groups,
             self.head_dim,
@@ -110,6 +154,7 @@ impl Point {
             self.padding,
             if self.weights_f32 { "f32w " } else { "" },
             self.layout,
+            self.schedule.label(),
         )
     }
 
@@ -140,12 +185,12 @@ pub fn check<D: Device>(
 ) -> Result<Verdict, RunError> {
     let (cfg, args) = (point.config(), point.args(seed));
     let expected = reference(&cfg, &args).expect("valid arguments");
-    let actual = run(dev, &cfg, &args)?;
+    let actual = run_with(dev, &cfg, &args, &point.schedule)?;
     let report = compare(&cfg, &args, &actual, &expected);
     if !against_sim {
         return Ok(report.into());
     }
-    let sim = run(&SimDevice::new(), &cfg, &args)?;
+    let sim = run_with(&SimDevice::new(), &cfg, &args, &point.schedule)?;
     let agreement = Agreement::of(&actual, &sim);
     Ok(Verdict {
         report,
@@ -157,11 +202,21 @@ pub fn check<D: Device>(
 /// [`check`] of every matrix point on `dev` (point `n` drawn with seed
 /// `100 + n`); panics listing the failures.
 pub fn check_matrix<D: Device>(dev: &D, against_sim: bool) {
+    check_points(dev, &MATRIX, 100, against_sim);
+}
+
+/// [`check`] of every schedule-knob point on `dev` (point `n` drawn with
+/// seed `200 + n`); panics listing the failures.
+pub fn check_knobs<D: Device>(dev: &D, against_sim: bool) {
+    check_points(dev, &KNOBS, 200, against_sim);
+}
+
+fn check_points<D: Device>(dev: &D, points: &[Point], seed: u64, against_sim: bool) {
     run_matrix(
         dev,
-        MATRIX.iter().enumerate(),
+        points.iter().enumerate(),
         |(_, point)| point.label(),
-        |dev, &(n, point)| check(dev, point, 100 + n as u64, against_sim),
+        |dev, &(n, point)| check(dev, point, seed + n as u64, against_sim),
     )
     .assert_all_passed();
 }

@@ -1,0 +1,463 @@
+//! `decode-bench`: GDN and Mamba-2 decode steps on the GPU, swept over their
+//! schedules, against the copy ceiling measured in the same run (issue 15:
+//! ≥ 85 % of the copy ceiling on the state traffic at batch 128).
+//!
+//! * **Copy ceiling**: the driver's device-to-device copy of 1 GiB
+//!   (`cuMemcpyDtoDAsync`), bytes read + written over the median time.
+//! * **Points**: GDN (4 k-heads, 8 v-heads: Qwen3-Next's TP slice) at T = 1
+//!   and T = 4, Mamba-2 (24 heads of 64 × 128, one group: a TP slice of
+//!   Mamba-2 2.7B). At batch 128 every schedule of the kernel's sweep list
+//!   (`gdn_decode::kernel::sweep_schedules`,
+//!   `mamba2_decode::kernel::sweep_schedules`); at batch 1, 64 and 512 the
+//!   default schedule.
+//! * **Workload** ([`workload`]): the state lives in slot groups totalling
+//!   ≥ 4 × L2 (read from the device), at least three; a graph holds
+//!   `max(groups, 32)` PDL-chained steps, step `s` on group `s mod groups`,
+//!   and is replayed for about 100 ms after 3 warm-up replays; µs/step is
+//!   the median replay over its steps. State traffic per step is one page
+//!   read and `T` written per request and head (every request active).
+//! * **Checks**: before timing, each schedule runs once on a generated
+//!   launch of 8 requests (padding and write holes included) at the same
+//!   shape, compared with the float64 reference (`checked` in the row);
+//!   after timing, the bench's own output must be fully written and finite
+//!   (it is poisoned first).
+//!
+//! The sweep stops starting new rows after `deadline` (rows say so).
+
+pub mod family;
+pub mod gpu;
+pub mod workload;
+
+use std::time::Instant;
+
+use kda_runtime::{CudaDevice, Device};
+
+use family::{Family, Gdn, Mamba2};
+use gpu::{Budget, CopyCeiling, copy_ceiling, measure, tbps};
+use workload::{Plan, Workload};
+
+/// Requests of the generated launch each schedule is checked on.
+pub const CHECK_REQUESTS: usize = 8;
+/// Batches at which only the default schedule is measured.
+pub const DEFAULT_ONLY_BATCHES: [usize; 3] = [1, 64, 512];
+/// The batch every schedule is measured at.
+pub const SWEEP_BATCH: usize = 128;
+/// Bytes of the copy-ceiling buffer.
+pub const COPY_BYTES: usize = 1 << 30;
+
+/// How a schedule fared against the reference.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Checked {
+    /// Matched the float64 reference on the GPU.
+    Passed,
+    /// Differed (the report) or did not run (why).
+    Failed(String),
+}
+
+/// One line of the report.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub kernel: String,
+    pub batch: usize,
+    pub schedule: String,
+    pub groups: usize,
+    pub steps: usize,
+    pub state_bytes: usize,
+    pub outcome: Outcome,
+    pub checked: Option<Checked>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    Measured(gpu::Measure),
+    Failed(String),
+    Skipped(String),
+}
+
+impl Row {
+    /// State TB/s of a measured row.
+    pub fn tbps(&self) -> Option<f64> {
+        match &self.outcome {
+            Outcome::Measured(m) => Some(tbps(self.state_bytes, m.timing.median_us)),
+            _ => None,
+        }
+    }
+
+    /// Whether the row shows a fault: a failed measurement or check, or
+    /// output left unwritten or not finite.
+    pub fn is_bad(&self) -> bool {
+        matches!(self.outcome, Outcome::Failed(_))
+            || matches!(&self.outcome, Outcome::Measured(m) if m.bad_outputs > 0)
+            || matches!(self.checked, Some(Checked::Failed(_)))
+    }
+
+    /// The markdown table line (see [`HEADER`]).
+    pub fn line(&self, ceiling: Option<f64>) -> String {
+        let checked = match &self.checked {
+            Some(Checked::Passed) => "checked".to_string(),
+            Some(Checked::Failed(_)) => "**REFERENCE MISMATCH**".to_string(),
+            None => "not checked".to_string(),
+        };
+        match &self.outcome {
+            Outcome::Measured(m) => {
+                let bw = self.tbps().expect("measured");
+                let pct = ceiling.map_or("—".into(), |c| format!("{:.1} %", bw / c * 100.0));
+                let bad = if m.bad_outputs > 0 {
+                    format!(", **{} BAD OUTPUTS**", m.bad_outputs)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "| {} | {} | {} | {:.2} ({:.2}–{:.2}) | {:.3} | {} | {} / {} B / {} B | {}{} |",
+                    self.kernel,
+                    self.batch,
+                    self.schedule,
+                    m.timing.median_us,
+                    m.timing.p10_us,
+                    m.timing.p90_us,
+                    bw,
+                    pct,
+                    m.registers,
+                    m.smem_bytes,
+                    m.local_bytes,
+                    checked,
+                    bad
+                )
+            }
+            Outcome::Failed(why) => format!(
+                "| {} | {} | {} | **FAILED**: {} | | | | {} |",
+                self.kernel,
+                self.batch,
+                self.schedule,
+                why.replace('\n', " "),
+                checked
+            ),
+            Outcome::Skipped(why) => format!(
+                "| {} | {} | {} | skipped: {} | | | | {} |",
+                self.kernel, self.batch, self.schedule, why, checked
+            ),
+        }
+    }
+}
+
+/// The table header of [`Row::line`].
+pub const HEADER: &str = "| kernel | batch | schedule | µs/step (p10–p90) | state TB/s | of copy | regs / smem / local | checked |\n|---|---:|---|---:|---:|---:|---|---|";
+
+/// Everything one run measured.
+pub struct Results {
+    pub device: String,
+    pub l2_bytes: usize,
+    pub copy: Option<CopyCeiling>,
+    pub rows: Vec<Row>,
+    pub seconds: f64,
+}
+
+impl Results {
+    /// The copy ceiling in TB/s (when it was measured and verified).
+    pub fn ceiling(&self) -> Option<f64> {
+        self.copy.as_ref().filter(|c| c.verified).map(|c| c.tbps)
+    }
+
+    /// Any faulty row, or an unverified copy.
+    pub fn failed(&self) -> bool {
+        self.rows.iter().any(Row::is_bad) || self.copy.as_ref().is_some_and(|c| !c.verified)
+    }
+
+    /// The report: the ceiling, every row, then the best schedule per
+    /// kernel at the sweep batch against the 85 % target.
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "decode-bench on {} (L2 {} MiB), {:.1} s\n\n",
+            self.device,
+            self.l2_bytes >> 20,
+            self.seconds
+        );
+        match &self.copy {
+            Some(c) => {
+                out += &format!(
+                    "copy ceiling: cuMemcpyDtoDAsync of {} MiB: {:.1} µs (p10 {:.1}, p90 {:.1}, {} copies), {:.3} TB/s read + written{}\n\n",
+                    (c.bytes_moved / 2) >> 20,
+                    c.timing.median_us,
+                    c.timing.p10_us,
+                    c.timing.p90_us,
+                    c.timing.replays,
+                    c.tbps,
+                    if c.verified {
+                        ""
+                    } else {
+                        " (**COPY WRONG**: no ceiling)"
+                    }
+                )
+            }
+            None => out += "copy ceiling: not measured\n\n",
+        }
+        out += HEADER;
+        out += "\n";
+        for r in &self.rows {
+            out += &r.line(self.ceiling());
+            out += "\n";
+        }
+        out += &format!(
+            "\nbest checked schedule per kernel at batch {SWEEP_BATCH} (target: >= 85 % of copy):\n"
+        );
+        let mut kernels: Vec<&str> = self.rows.iter().map(|r| r.kernel.as_str()).collect();
+        kernels.dedup();
+        for k in kernels {
+            let candidates = self.rows.iter().filter(|r| {
+                r.kernel == k
+                    && r.batch == SWEEP_BATCH
+                    && !r.is_bad()
+                    && r.checked == Some(Checked::Passed)
+            });
+            let best = candidates
+                .max_by(|a, b| a.tbps().unwrap_or(0.0).total_cmp(&b.tbps().unwrap_or(0.0)));
+            let default = self
+                .rows
+                .iter()
+                .find(|r| r.kernel == k && r.batch == SWEEP_BATCH)
+                .and_then(Row::tbps);
+            if let Some(best) = best.filter(|r| r.tbps().is_some()) {
+                let bw = best.tbps().expect("measured");
+                let pct = |x: f64| {
+                    self.ceiling()
+                        .map_or("—".into(), |c| format!("{:.1} %", x / c * 100.0))
+                };
+                out += &format!(
+                    "  {k}: {} at {:.3} TB/s = {} of copy (default: {}){}\n",
+                    best.schedule,
+                    bw,
+                    pct(bw),
+                    default.map_or("—".into(), pct),
+                    match self.ceiling() {
+                        Some(c) if bw / c >= 0.85 => ", target met",
+                        Some(_) => ", target not met",
+                        None => "",
+                    }
+                );
+            } else {
+                out += &format!("  {k}: nothing measured and checked\n");
+            }
+        }
+        out
+    }
+}
+
+/// Run the whole sweep on `dev`; rows not started by `deadline` are skipped.
+pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
+    let start = Instant::now();
+    let l2 = dev.l2_cache_bytes().unwrap_or(0);
+    let device = dev.describe();
+    println!("decode-bench on {device} (L2 {} MiB)", l2 >> 20);
+    let copy = match copy_ceiling(dev, COPY_BYTES, budget) {
+        Ok(c) => {
+            println!(
+                "copy ceiling: {:.1} µs, {:.3} TB/s{}",
+                c.timing.median_us,
+                c.tbps,
+                if c.verified { "" } else { " (WRONG RESULT)" }
+            );
+            Some(c)
+        }
+        Err(e) => {
+            println!("copy ceiling failed: {e}");
+            None
+        }
+    };
+    let ceiling = copy.as_ref().filter(|c| c.verified).map(|c| c.tbps);
+    // At least 64 MiB of rotation even where the driver reports no L2.
+    let plan = Plan::for_l2(l2.max(16 << 20));
+    let mut rows = Vec::new();
+    let gdn = [Gdn::new(4, 8, 1), Gdn::new(4, 8, 4)];
+    let mamba = Mamba2::new(24, 1);
+    // Batch 128 first (every schedule), then the defaults at other batches.
+    for g in &gdn {
+        let list = gdn_decode::kernel::sweep_schedules(g.cfg.tokens);
+        sweep_point(
+            dev,
+            g,
+            SWEEP_BATCH,
+            &list,
+            &plan,
+            budget,
+            deadline,
+            ceiling,
+            &mut rows,
+        );
+    }
+    let list = mamba2_decode::kernel::sweep_schedules();
+    sweep_point(
+        dev,
+        &mamba,
+        SWEEP_BATCH,
+        &list,
+        &plan,
+        budget,
+        deadline,
+        ceiling,
+        &mut rows,
+    );
+    for batch in DEFAULT_ONLY_BATCHES {
+        for g in &gdn {
+            let d = [gdn_decode::kernel::Schedule::default()];
+            sweep_point(
+                dev, g, batch, &d, &plan, budget, deadline, ceiling, &mut rows,
+            );
+        }
+        let d = [mamba2_decode::kernel::Schedule::default()];
+        sweep_point(
+            dev, &mamba, batch, &d, &plan, budget, deadline, ceiling, &mut rows,
+        );
+    }
+    Results {
+        device,
+        l2_bytes: l2,
+        copy,
+        rows,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// Measure `schedules` of `family` at `batch` (one workload), each checked
+/// against the reference first; one row each, printed as it is done.
+#[allow(clippy::too_many_arguments)]
+pub fn sweep_point<F: Family>(
+    dev: &CudaDevice,
+    family: &F,
+    batch: usize,
+    schedules: &[F::Schedule],
+    plan: &Plan,
+    budget: &Budget,
+    deadline: Instant,
+    ceiling: Option<f64>,
+    rows: &mut Vec<Row>,
+) {
+    let group_bytes = batch * family.tokens() * family.slot_bytes();
+    let (groups, steps) = plan.shape(group_bytes);
+    let row = |schedule: &F::Schedule, outcome, checked| Row {
+        kernel: family.label(),
+        batch,
+        schedule: family.schedule_label(schedule),
+        groups,
+        steps,
+        state_bytes: family.state_bytes(batch),
+        outcome,
+        checked,
+    };
+    if Instant::now() >= deadline {
+        for s in schedules {
+            rows.push(row(s, Outcome::Skipped("time limit".into()), None));
+        }
+        return;
+    }
+    println!(
+        "{} B{batch}: {groups} slot groups of {} MiB, {steps} steps per graph",
+        family.label(),
+        group_bytes >> 20
+    );
+    let mut workload = match Workload::new(dev, family, batch, plan) {
+        Ok(w) => w,
+        Err(e) => {
+            for s in schedules {
+                rows.push(row(s, Outcome::Failed(format!("setup: {e}")), None));
+            }
+            return;
+        }
+    };
+    for (n, s) in schedules.iter().enumerate() {
+        let r = if Instant::now() >= deadline {
+            row(s, Outcome::Skipped("time limit".into()), None)
+        } else {
+            let checked = match family.check(dev, s, CHECK_REQUESTS, 300 + n as u64) {
+                Ok(()) => Checked::Passed,
+                Err(e) => Checked::Failed(e),
+            };
+            let outcome = match measure(dev, family, &mut workload, s, budget) {
+                Ok(m) => Outcome::Measured(m),
+                Err(e) => Outcome::Failed(e),
+            };
+            row(s, outcome, Some(checked))
+        };
+        println!("{}", r.line(ceiling));
+        if let Some(Checked::Failed(report)) = &r.checked {
+            println!("  reference mismatch of {}:\n{report}", r.schedule);
+        }
+        rows.push(r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu::{Measure, Timing};
+
+    fn row(schedule: &str, us: Option<f64>, checked: Option<Checked>, bad: usize) -> Row {
+        Row {
+            kernel: "gdn HK4 HV8 T1".into(),
+            batch: SWEEP_BATCH,
+            schedule: schedule.into(),
+            groups: 4,
+            steps: 32,
+            state_bytes: 128 << 20,
+            outcome: match us {
+                Some(us) => Outcome::Measured(Measure {
+                    timing: Timing {
+                        median_us: us,
+                        p10_us: us,
+                        p90_us: us,
+                        replays: 10,
+                    },
+                    registers: 127,
+                    smem_bytes: 2080,
+                    local_bytes: 0,
+                    bad_outputs: bad,
+                }),
+                None => Outcome::Failed("boom".into()),
+            },
+            checked,
+        }
+    }
+
+    #[test]
+    fn report_picks_the_best_checked_row_against_the_ceiling() {
+        let results = Results {
+            device: "test".into(),
+            l2_bytes: 50 << 20,
+            copy: Some(CopyCeiling {
+                bytes_moved: 2 << 30,
+                timing: Timing {
+                    median_us: 500.0,
+                    p10_us: 500.0,
+                    p90_us: 500.0,
+                    replays: 10,
+                },
+                tbps: 4.0,
+                verified: true,
+            }),
+            rows: vec![
+                row("l16", Some(40.0), Some(Checked::Passed), 0),
+                // Faster but wrong, unwritten or failed: never the best.
+                row("l8", Some(20.0), Some(Checked::Failed("x".into())), 0),
+                row("l32", Some(20.0), Some(Checked::Passed), 3),
+                row("staged", None, Some(Checked::Passed), 0),
+                row("evict", Some(38.0), Some(Checked::Passed), 0),
+            ],
+            seconds: 1.0,
+        };
+        assert!(results.failed());
+        let text = results.markdown();
+        // 128 MiB in 38 µs: 3.532 TB/s, 88.3 % of 4 TB/s.
+        assert!(
+            text.contains(
+                "gdn HK4 HV8 T1: evict at 3.532 TB/s = 88.3 % of copy (default: 83.9 %), target met"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("**REFERENCE MISMATCH**") && text.contains("**3 BAD OUTPUTS**"));
+        assert!(text.contains("| gdn HK4 HV8 T1 | 128 | staged | **FAILED**: boom |"));
+        let ok = Results {
+            rows: vec![row("l16", Some(40.0), Some(Checked::Passed), 0)],
+            ..results
+        };
+        assert!(!ok.failed());
+    }
+}

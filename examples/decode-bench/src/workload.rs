@@ -1,0 +1,412 @@
+//! One (family, batch) point on a device: the launch's small tensors from
+//! the seeded generator, and a state and conv state of `groups` disjoint
+//! slot groups (zero-filled on the device) that the steps of a graph rotate
+//! through, so that successive steps never find their state in L2 — the
+//! scheme of KdaSplit's bench (`examples/kda-split/src/bench/workload.rs`).
+//!
+//! Group `g` is one slot table: request `r`, token `j` → slot
+//! `pool[g·B·T + r·T + j]`, `pool` a seeded shuffle of `1..S` (slot 0 is the
+//! null block). Step `s` of a graph uses group `s mod groups`. Every request
+//! is active (no padding, no write holes). The state starts at zero; the
+//! warm-up replays write every group before anything is timed.
+
+use half::bf16;
+use kda_host::{DType, HostData, HostTensor, KernelArgs};
+use kda_ir::Kernel;
+use kda_runtime::{
+    CudaDevice, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg, SimDevice,
+    TensorShape,
+};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use crate::family::Family;
+
+/// A device the bench can allocate zeroed scratch memory on without a host
+/// copy.
+pub trait BenchDevice: Device {
+    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError>;
+}
+
+impl BenchDevice for CudaDevice {
+    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
+        self.alloc_zeroed(bytes)
+    }
+}
+
+impl BenchDevice for SimDevice {
+    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
+        self.upload(&vec![0; bytes])
+    }
+}
+
+/// How much state to rotate through and how many steps a graph holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// The slot groups together hold at least this many bytes of state
+    /// (4 × L2 on the GPU).
+    pub rotate_bytes: usize,
+    /// At least this many groups. Three: with PDL a step may start its
+    /// ready loads (its group's state) while the step before the previous
+    /// one still runs, where the trigger is at the kernel's entry.
+    pub min_groups: usize,
+    /// Steps per graph: at least this, and at least one per group.
+    pub min_steps: usize,
+    pub seed: u64,
+}
+
+impl Plan {
+    /// The GPU's plan: 4 × L2 of state, three groups at least, 32 steps.
+    pub fn for_l2(l2_bytes: usize) -> Plan {
+        Plan {
+            rotate_bytes: 4 * l2_bytes,
+            min_groups: 3,
+            min_steps: 32,
+            seed: 1,
+        }
+    }
+
+    /// `(groups, steps)` for `group_bytes` of state per group.
+    pub fn shape(&self, group_bytes: usize) -> (usize, usize) {
+        let groups = self
+            .rotate_bytes
+            .div_ceil(group_bytes.max(1))
+            .max(self.min_groups)
+            .max(1);
+        (groups, groups.max(self.min_steps))
+    }
+}
+
+/// Requests the generator draws; larger batches repeat them.
+const GEN_REQUESTS: usize = 16;
+
+/// `t` with `rows` rows, row `r` a copy of row `src(r)` (row-major).
+fn gather_rows(t: &HostTensor, rows: usize, src: impl Fn(usize) -> usize) -> HostTensor {
+    let t = t.to_contiguous();
+    let cols: usize = t.shape()[1..].iter().product();
+    fn pick<T: Copy>(v: &[T], rows: usize, cols: usize, src: &dyn Fn(usize) -> usize) -> Vec<T> {
+        (0..rows)
+            .flat_map(|r| v[src(r) * cols..(src(r) + 1) * cols].iter().copied())
+            .collect()
+    }
+    let data: HostData = match t.data() {
+        HostData::Bf16(v) => pick(v, rows, cols, &src).into(),
+        HostData::F32(v) => pick(v, rows, cols, &src).into(),
+        HostData::I32(v) => pick(v, rows, cols, &src).into(),
+    };
+    let mut shape = t.shape().to_vec();
+    shape[0] = rows;
+    HostTensor::new(data, shape).expect("gathered rows fill the shape")
+}
+
+fn le_bytes(t: &HostTensor) -> Vec<u8> {
+    t.to_contiguous().to_le_bytes()
+}
+
+fn scalar(d: DType) -> kda_ir::Scalar {
+    kda_host::run::scalar(d)
+}
+
+/// The tensors of one point on a device, ready for launches of any schedule.
+pub struct Workload<F: Family, D: Device> {
+    pub batch: usize,
+    pub groups: usize,
+    pub steps: usize,
+    /// Cache slots `S` (`groups · B · T + 1`).
+    pub num_slots: usize,
+    /// The generated launch at `batch` requests; its `state` and
+    /// `conv_state` hold one slot (the real ones live only on the device).
+    pub args: F::Args,
+    /// Every tensor under its parameter name, as launched (`S` slots).
+    names: Vec<&'static str>,
+    shapes: Vec<TensorShape>,
+    dtypes: Vec<DType>,
+    buffers: Vec<D::Buffer>,
+    /// The slot table of each group, on the host and on the device.
+    pub host_tables: Vec<HostTensor>,
+    tables: Vec<D::Buffer>,
+    scalars: Vec<(&'static str, ScalarArg)>,
+    slot_at: usize,
+    state_at: usize,
+    conv_at: usize,
+    output_at: usize,
+}
+
+impl<F: Family, D: BenchDevice> Workload<F, D> {
+    /// Generate `family`'s launch at `batch` requests (seeded; batches above
+    /// 16 repeat the inputs of 16 requests), allocate the rotating state and
+    /// conv state on `dev` (zeroed) and upload everything else.
+    pub fn new(dev: &D, family: &F, batch: usize, plan: &Plan) -> Result<Self, RuntimeError> {
+        let t = family.tokens();
+        let per_group = batch * t;
+        let (groups, steps) = plan.shape(per_group * family.slot_bytes());
+        let num_slots = groups * per_group + 1;
+        let b0 = batch.min(GEN_REQUESTS);
+        let mut args = family.generate(b0, b0 * t + 1, plan.seed);
+        if b0 < batch {
+            let named: Vec<(&'static str, HostTensor)> = args
+                .named_tensors()
+                .into_iter()
+                .map(|(n, t)| (n, t.clone()))
+                .collect();
+            for (name, tensor) in named {
+                if family.row_tensors().contains(&name) {
+                    let row = |r: usize| (r / t % b0) * t + r % t;
+                    family.set(&mut args, name, gather_rows(&tensor, batch * t, row));
+                } else if family.request_tensors().contains(&name) {
+                    family.set(&mut args, name, gather_rows(&tensor, batch, |r| r % b0));
+                }
+            }
+        }
+        // Slot tables: group g takes pool[g·B·T ..][..B·T].
+        let slot_shape = args
+            .named_tensors()
+            .into_iter()
+            .find(|&(n, _)| n == family.slot_tensor())
+            .map(|(_, t)| {
+                let mut s = t.shape().to_vec();
+                s[0] = batch;
+                s
+            })
+            .expect("every launch has a slot table");
+        family.set(
+            &mut args,
+            family.slot_tensor(),
+            HostTensor::new(vec![0i32; slot_shape.iter().product()], slot_shape.clone())
+                .expect("slot shape"),
+        );
+        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
+        pool.shuffle(&mut ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5107));
+        let host_tables: Vec<HostTensor> = pool
+            .chunks_exact(per_group)
+            .map(|g| HostTensor::new(g.to_vec(), slot_shape.clone()).expect("B·T slots"))
+            .collect();
+        let tables = host_tables
+            .iter()
+            .map(|t| dev.upload(&le_bytes(t)))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        // Keep one slot of state and conv state on the host (their shapes
+        // and dtypes); the device holds S slots.
+        let one_slot = |t: &HostTensor| {
+            let mut s = t.shape().to_vec();
+            s[0] = 1;
+            HostTensor::zeros(t.dtype(), s)
+        };
+        let named = args.named_tensors();
+        let find = |name: &str| {
+            named
+                .iter()
+                .position(|&(n, _)| n == name)
+                .expect("the launch has the tensor")
+        };
+        let (slot_at, state_at, conv_at, output_at) = (
+            find(family.slot_tensor()),
+            find("state"),
+            find("conv_state"),
+            find("output"),
+        );
+        let mut shapes = Vec::new();
+        let mut dtypes = Vec::new();
+        let mut buffers = Vec::new();
+        let mut names = Vec::new();
+        for (i, &(name, t)) in named.iter().enumerate() {
+            let t = t.to_contiguous();
+            let mut shape = TensorShape {
+                shape: t.shape().to_vec(),
+                strides: t.strides().to_vec(),
+            };
+            let buffer = if i == state_at || i == conv_at {
+                shape.shape[0] = num_slots;
+                let row: usize = t.shape()[1..].iter().product();
+                dev.alloc(num_slots * row * t.dtype().size())?
+            } else if i == slot_at {
+                dev.upload(&le_bytes(&host_tables[0]))?
+            } else {
+                dev.upload(&le_bytes(&t))?
+            };
+            names.push(name);
+            shapes.push(shape);
+            dtypes.push(t.dtype());
+            buffers.push(buffer);
+        }
+        let scalars = family.scalars(&args);
+        let (state, conv) = (one_slot(named[state_at].1), one_slot(named[conv_at].1));
+        drop(named);
+        family.set(&mut args, "state", state);
+        family.set(&mut args, "conv_state", conv);
+        dev.synchronize()?;
+        Ok(Workload {
+            batch,
+            groups,
+            steps,
+            num_slots,
+            args,
+            names,
+            shapes,
+            dtypes,
+            buffers,
+            host_tables,
+            tables,
+            scalars,
+            slot_at,
+            state_at,
+            conv_at,
+            output_at,
+        })
+    }
+
+    /// `schedule`'s kernel specialised on this point's strides, and its
+    /// launch configuration (PDL on).
+    pub fn kernel(
+        &self,
+        family: &F,
+        schedule: &F::Schedule,
+    ) -> Result<(Kernel, LaunchConfig), String> {
+        let mut kernel = family.build(&self.args, schedule)?;
+        let grid = family.grid(schedule, self.batch)?;
+        let bound = self.bind(&kernel).map_err(|e| e.to_string())?;
+        kernel.specialize_strides(&bound.syms);
+        // Bind again: specialised strides are checked against the shapes.
+        let bound = self.bind(&kernel).map_err(|e| e.to_string())?;
+        Ok((kernel, bound.config(Launch::grid(grid).pdl(true))))
+    }
+
+    fn bind(&self, kernel: &Kernel) -> Result<kda_runtime::typed::Bound<'_, D>, RuntimeError> {
+        let tensors: Vec<(&str, Option<ErasedArg<'_, D>>)> = self
+            .names
+            .iter()
+            .zip(&self.shapes)
+            .zip(self.dtypes.iter().zip(&self.buffers))
+            .map(|((&name, shape), (&dtype, buf))| {
+                let arg = ErasedArg {
+                    buf,
+                    dtype: scalar(dtype),
+                    shape: shape.clone(),
+                };
+                (name, Some(arg))
+            })
+            .collect();
+        kda_runtime::typed::bind::<D>(kernel, &tensors, &self.scalars)
+    }
+
+    /// The buffers of step `step` (its group's slot table) in the order of
+    /// the loaded kernel's parameters.
+    pub fn tensors(&self, dev: &D, module: &D::Module, step: usize) -> Vec<&D::Buffer> {
+        let kernel = dev.module_kernel(module);
+        kernel
+            .tensors
+            .values()
+            .map(|t| {
+                let i = self
+                    .names
+                    .iter()
+                    .position(|&n| n == t.name)
+                    .expect("bound by name above");
+                if i == self.slot_at {
+                    &self.tables[step % self.groups]
+                } else {
+                    &self.buffers[i]
+                }
+            })
+            .collect()
+    }
+
+    /// Launch step `step`.
+    pub fn launch(
+        &self,
+        dev: &D,
+        module: &D::Module,
+        launch: &LaunchConfig,
+        step: usize,
+    ) -> Result<(), RuntimeError> {
+        dev.launch(module, launch, &self.tensors(dev, module, step))
+    }
+
+    /// Refill `output` with the generator's sentinel.
+    pub fn poison_output(&mut self, dev: &D) -> Result<(), RuntimeError> {
+        let n: usize = self.shapes[self.output_at].shape.iter().product();
+        let sentinel = bf16::from_f32(kda_host::generator::OUTPUT_SENTINEL);
+        let bytes: Vec<u8> = (0..n).flat_map(|_| sentinel.to_le_bytes()).collect();
+        self.buffers[self.output_at] = dev.upload(&bytes)?;
+        Ok(())
+    }
+
+    /// Output elements that are not finite or still hold the sentinel (0
+    /// when the last step wrote every element).
+    pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
+        let out = dev.download(&self.buffers[self.output_at])?;
+        let sentinel = kda_host::generator::OUTPUT_SENTINEL;
+        Ok(out
+            .chunks_exact(2)
+            .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
+            .filter(|v| !v.is_finite() || *v == sentinel)
+            .count())
+    }
+
+    /// The whole launch of step `step` on the host, with the device's
+    /// current state, conv state and output (downloads them: small points
+    /// only).
+    pub fn host_args(&self, dev: &D, family: &F, step: usize) -> Result<F::Args, RuntimeError> {
+        let mut args = self.args.clone();
+        for (at, name) in [
+            (self.state_at, "state"),
+            (self.conv_at, "conv_state"),
+            (self.output_at, "output"),
+        ] {
+            let bytes = dev.download(&self.buffers[at])?;
+            let shape = self.shapes[at].shape.clone();
+            let data: HostData = match self.dtypes[at] {
+                DType::F32 => bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect::<Vec<_>>()
+                    .into(),
+                DType::Bf16 => bytes
+                    .chunks_exact(2)
+                    .map(|c| bf16::from_le_bytes([c[0], c[1]]))
+                    .collect::<Vec<_>>()
+                    .into(),
+                DType::I32 => unreachable!("state, conv state and output are floats"),
+            };
+            family.set(
+                &mut args,
+                name,
+                HostTensor::new(data, shape).expect("downloaded shape"),
+            );
+        }
+        family.set(
+            &mut args,
+            family.slot_tensor(),
+            self.host_tables[step % self.groups].clone(),
+        );
+        Ok(args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_rotates_over_four_l2_in_three_groups_at_least() {
+        let l2 = 50 << 20;
+        let plan = Plan::for_l2(l2);
+        // GDN HK4 HV8 T1 at batch 1: 512 KiB a group, 400 groups.
+        let (groups, steps) = plan.shape(512 << 10);
+        assert!(groups * (512 << 10) >= 4 * l2 && steps == groups);
+        // Batch 128: 64 MiB groups, 4 of them, 32 steps.
+        assert_eq!(plan.shape(64 << 20), (4, 32));
+        // Batch 512: one group is over 4 × L2; still three.
+        assert_eq!(plan.shape(256 << 20), (3, 32));
+    }
+
+    #[test]
+    fn gathered_rows_repeat_the_generated_requests() {
+        let t = HostTensor::new(vec![1i32, 2, 3, 4, 5, 6], vec![3, 2]).unwrap();
+        let g = gather_rows(&t, 5, |r| r % 3);
+        assert_eq!(g.shape(), &[5, 2]);
+        assert_eq!(g.data(), &HostData::I32(vec![1, 2, 3, 4, 5, 6, 1, 2, 3, 4]));
+    }
+}
