@@ -48,13 +48,20 @@ impl From<Ring> for Point {
 }
 
 /// The configurations `--bench` measures by default: 2, 3 and 4 stages with
-/// either output path, then the tile size and the L2 policy varied around
-/// the register-store path.
+/// either output path (tiles from the work queue), the same stages with the
+/// fixed strided order, then the tile size, the L2 policy, the consumer
+/// count and the cluster shape varied around the register-store path.
 pub fn default_rings() -> Vec<Ring> {
     let mut out: Vec<Ring> = [2, 3, 4]
         .into_iter()
         .flat_map(|s| [Ring::new(s, false), Ring::new(s, true)])
         .collect();
+    for stages in [2, 3, 4] {
+        out.push(Ring {
+            order: Order::Strided,
+            ..Ring::new(stages, false)
+        });
+    }
     for stages in [2, 4] {
         for tile in [TILE / 2, TILE * 2] {
             out.push(Ring {

@@ -1,5 +1,6 @@
 //! The ring protocol on the simulator: 1..=4 stages, both output paths
 //! (register stores; write-back into the stage and one bulk store of it),
+//! both the work queue and the fixed strided tile order,
 //! per-CTA trip counts 0, 1, stages - 1, stages + 1 and many (the grid's
 //! other CTA runs one fewer), each under the round-robin schedule, seeded
 //! interleavings and hold-back, bit-exact against the host, with the race
@@ -29,7 +30,11 @@ fn schedules() -> Vec<SimOptions> {
 }
 
 fn matrix(bulk_out: bool) {
-    for stages in 1..=4 {
+    for (stages, order) in (1..=4).flat_map(|s| [(s, Order::Queue), (s, Order::Strided)]) {
+        let ring = Ring {
+            order,
+            ..Ring::new(stages, bulk_out)
+        };
         let mut trips = vec![0, 1, stages - 1, stages + 1, 3 * stages + 2];
         trips.sort();
         trips.dedup();
@@ -37,9 +42,9 @@ fn matrix(bulk_out: bool) {
             // CTA 0 runs `n` iterations, CTA 1 runs `n - 1`.
             let tiles = (GRID * n).saturating_sub(1);
             for opts in schedules() {
-                let what = format!("{stages} stages, bulk_out {bulk_out}, {tiles} tiles, {opts:?}");
+                let what = format!("{ring:?}, {tiles} tiles, {opts:?}");
                 let dev = SimDevice::with_options(opts);
-                let ran = run_checked(&dev, &Ring::new(stages, bulk_out), tiles, Some(GRID))
+                let ran = run_checked(&dev, &ring, tiles, Some(GRID))
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(ran.grid, GRID, "{what}");
             }
@@ -48,10 +53,8 @@ fn matrix(bulk_out: bool) {
         // four CTAs, each over several tiles.
         for opts in schedules().into_iter().step_by(3) {
             let dev = SimDevice::with_options(opts);
-            let ran = run_checked(&dev, &Ring::new(stages, bulk_out), 4 * stages + 3, None)
-                .unwrap_or_else(|e| {
-                    panic!("{stages} stages, bulk_out {bulk_out}, persistent: {e}")
-                });
+            let ran = run_checked(&dev, &ring, 4 * stages + 3, None)
+                .unwrap_or_else(|e| panic!("{ring:?}, persistent: {e}"));
             assert_eq!(ran.grid, 4);
         }
     }
