@@ -134,7 +134,10 @@ run_logged() { # <step> <command...>
 }
 
 # KDA_STEPS (an extended regex) keeps only the steps whose names match it,
-# KDA_SKIP drops those that match; both unset: every step runs.
+# KDA_SKIP drops those that match. KDA_SKIP unset drops only
+# sanitizer-racecheck-kda-1, which has run past the step limit in every
+# suite that ran it (and once held a whole 600 s call); KDA_SKIP='' runs it.
+KDA_SKIP="${KDA_SKIP-racecheck-kda-1\$}"
 wanted() { # <step>
     [[ -n "${KDA_STEPS:-}" && ! $1 =~ $KDA_STEPS ]] && return 1
     [[ -n "${KDA_SKIP:-}" && $1 =~ $KDA_SKIP ]] && return 1
