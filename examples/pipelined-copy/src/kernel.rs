@@ -208,7 +208,7 @@ pub fn pipelined_copy(
                 Order::Contiguous => t + 1,
                 Order::Queue => ticket(),
             };
-            i = i + 1;
+            i += 1;
         }
         // No tile left: one more phase of the next stage, with no bytes,
         // tells the consumers to stop.
@@ -279,7 +279,7 @@ pub fn pipelined_copy(
                     empty[s].arrive();
                 }
             }
-            i = i + 1;
+            i += 1;
         }
     });
 }
