@@ -34,7 +34,7 @@ use kda_runtime::{CudaDevice, Device};
 
 use family::{Family, Gdn, Mamba2};
 use gpu::{Budget, CopyCeiling, copy_ceiling, measure, tbps};
-use workload::{Plan, Workload};
+use workload::{Plan, Workload, plan_for_l2};
 
 /// Requests of the generated launch each schedule is checked on.
 pub const CHECK_REQUESTS: usize = 8;
@@ -265,7 +265,7 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
     };
     let ceiling = copy.as_ref().filter(|c| c.verified).map(|c| c.tbps);
     // At least 64 MiB of rotation even where the driver reports no L2.
-    let plan = Plan::for_l2(l2.max(16 << 20));
+    let plan = plan_for_l2(l2.max(16 << 20));
     let mut rows = Vec::new();
     let gdn = [Gdn::new(4, 8, 1), Gdn::new(4, 8, 4)];
     let mamba = Mamba2::new(24, 1);
@@ -405,6 +405,7 @@ mod tests {
                         p10_us: us,
                         p90_us: us,
                         replays: 10,
+                        units: 32,
                     },
                     registers: 127,
                     smem_bytes: 2080,
@@ -429,6 +430,7 @@ mod tests {
                     p10_us: 500.0,
                     p90_us: 500.0,
                     replays: 10,
+                    units: 1,
                 },
                 tbps: 4.0,
                 verified: true,

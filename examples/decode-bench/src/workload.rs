@@ -2,102 +2,31 @@
 //! the seeded generator, and a state and conv state of `groups` disjoint
 //! slot groups (zero-filled on the device) that the steps of a graph rotate
 //! through, so that successive steps never find their state in L2 — the
-//! scheme of KdaSplit's bench (`examples/kda-split/src/bench/workload.rs`).
-//!
-//! Group `g` is one slot table: request `r`, token `j` → slot
-//! `pool[g·B·T + r·T + j]`, `pool` a seeded shuffle of `1..S` (slot 0 is the
-//! null block). Step `s` of a graph uses group `s mod groups`. Every request
-//! is active (no padding, no write holes). The state starts at zero; the
-//! warm-up replays write every group before anything is timed.
+//! scheme of KdaSplit's bench, shared in [`kda_host::bench`] (slot groups,
+//! plan, slot tables). Every request is active (no padding, no write holes).
+//! The state starts at zero; the warm-up replays write every group before
+//! anything is timed.
 
 use half::bf16;
-use kda_host::{DType, HostData, HostTensor, KernelArgs};
+pub use kda_host::bench::{BenchDevice, Plan};
+use kda_host::bench::{GEN_REQUESTS, bad_outputs, gather_rows, slot_tables};
+use kda_host::{DType, HostTensor, KernelArgs};
 use kda_ir::Kernel;
-use kda_runtime::{
-    CudaDevice, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg, SimDevice,
-    TensorShape,
-};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
+use kda_runtime::{Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg, TensorShape};
 
 use crate::family::Family;
 
-/// A device the bench can allocate zeroed scratch memory on without a host
-/// copy.
-pub trait BenchDevice: Device {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError>;
-}
-
-impl BenchDevice for CudaDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.alloc_zeroed(bytes)
+/// The GPU's plan: 4 × L2 of state, three groups at least (with PDL a step
+/// may start its ready loads — its group's state — while the step before the
+/// previous one still runs, where the trigger is at the kernel's entry), 32
+/// steps.
+pub fn plan_for_l2(l2_bytes: usize) -> Plan {
+    Plan {
+        rotate_bytes: 4 * l2_bytes,
+        min_groups: 3,
+        min_steps: 32,
+        seed: 1,
     }
-}
-
-impl BenchDevice for SimDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.upload(&vec![0; bytes])
-    }
-}
-
-/// How much state to rotate through and how many steps a graph holds.
-#[derive(Clone, Copy, Debug)]
-pub struct Plan {
-    /// The slot groups together hold at least this many bytes of state
-    /// (4 × L2 on the GPU).
-    pub rotate_bytes: usize,
-    /// At least this many groups. Three: with PDL a step may start its
-    /// ready loads (its group's state) while the step before the previous
-    /// one still runs, where the trigger is at the kernel's entry.
-    pub min_groups: usize,
-    /// Steps per graph: at least this, and at least one per group.
-    pub min_steps: usize,
-    pub seed: u64,
-}
-
-impl Plan {
-    /// The GPU's plan: 4 × L2 of state, three groups at least, 32 steps.
-    pub fn for_l2(l2_bytes: usize) -> Plan {
-        Plan {
-            rotate_bytes: 4 * l2_bytes,
-            min_groups: 3,
-            min_steps: 32,
-            seed: 1,
-        }
-    }
-
-    /// `(groups, steps)` for `group_bytes` of state per group.
-    pub fn shape(&self, group_bytes: usize) -> (usize, usize) {
-        let groups = self
-            .rotate_bytes
-            .div_ceil(group_bytes.max(1))
-            .max(self.min_groups)
-            .max(1);
-        (groups, groups.max(self.min_steps))
-    }
-}
-
-/// Requests the generator draws; larger batches repeat them.
-const GEN_REQUESTS: usize = 16;
-
-/// `t` with `rows` rows, row `r` a copy of row `src(r)` (row-major).
-fn gather_rows(t: &HostTensor, rows: usize, src: impl Fn(usize) -> usize) -> HostTensor {
-    let t = t.to_contiguous();
-    let cols: usize = t.shape()[1..].iter().product();
-    fn pick<T: Copy>(v: &[T], rows: usize, cols: usize, src: &dyn Fn(usize) -> usize) -> Vec<T> {
-        (0..rows)
-            .flat_map(|r| v[src(r) * cols..(src(r) + 1) * cols].iter().copied())
-            .collect()
-    }
-    let data: HostData = match t.data() {
-        HostData::Bf16(v) => pick(v, rows, cols, &src).into(),
-        HostData::F32(v) => pick(v, rows, cols, &src).into(),
-        HostData::I32(v) => pick(v, rows, cols, &src).into(),
-    };
-    let mut shape = t.shape().to_vec();
-    shape[0] = rows;
-    HostTensor::new(data, shape).expect("gathered rows fill the shape")
 }
 
 fn le_bytes(t: &HostTensor) -> Vec<u8> {
@@ -176,12 +105,7 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
             HostTensor::new(vec![0i32; slot_shape.iter().product()], slot_shape.clone())
                 .expect("slot shape"),
         );
-        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
-        pool.shuffle(&mut ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5107));
-        let host_tables: Vec<HostTensor> = pool
-            .chunks_exact(per_group)
-            .map(|g| HostTensor::new(g.to_vec(), slot_shape.clone()).expect("B·T slots"))
-            .collect();
+        let host_tables = slot_tables(num_slots, per_group, &slot_shape, plan.seed);
         let tables = host_tables
             .iter()
             .map(|t| dev.upload(&le_bytes(t)))
@@ -336,13 +260,7 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
     /// Output elements that are not finite or still hold the sentinel (0
     /// when the last step wrote every element).
     pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
-        let out = dev.download(&self.buffers[self.output_at])?;
-        let sentinel = kda_host::generator::OUTPUT_SENTINEL;
-        Ok(out
-            .chunks_exact(2)
-            .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
-            .filter(|v| !v.is_finite() || *v == sentinel)
-            .count())
+        Ok(bad_outputs(&dev.download(&self.buffers[self.output_at])?))
     }
 
     /// The whole launch of step `step` on the host, with the device's
@@ -357,24 +275,8 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
         ] {
             let bytes = dev.download(&self.buffers[at])?;
             let shape = self.shapes[at].shape.clone();
-            let data: HostData = match self.dtypes[at] {
-                DType::F32 => bytes
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect::<Vec<_>>()
-                    .into(),
-                DType::Bf16 => bytes
-                    .chunks_exact(2)
-                    .map(|c| bf16::from_le_bytes([c[0], c[1]]))
-                    .collect::<Vec<_>>()
-                    .into(),
-                DType::I32 => unreachable!("state, conv state and output are floats"),
-            };
-            family.set(
-                &mut args,
-                name,
-                HostTensor::new(data, shape).expect("downloaded shape"),
-            );
+            let t = HostTensor::from_le_bytes(self.dtypes[at], shape, &bytes);
+            family.set(&mut args, name, t.expect("downloaded shape"));
         }
         family.set(
             &mut args,
@@ -392,7 +294,7 @@ mod tests {
     #[test]
     fn plan_rotates_over_four_l2_in_three_groups_at_least() {
         let l2 = 50 << 20;
-        let plan = Plan::for_l2(l2);
+        let plan = plan_for_l2(l2);
         // GDN HK4 HV8 T1 at batch 1: 512 KiB a group, 400 groups.
         let (groups, steps) = plan.shape(512 << 10);
         assert!(groups * (512 << 10) >= 4 * l2 && steps == groups);
@@ -400,13 +302,5 @@ mod tests {
         assert_eq!(plan.shape(64 << 20), (4, 32));
         // Batch 512: one group is over 4 × L2; still three.
         assert_eq!(plan.shape(256 << 20), (3, 32));
-    }
-
-    #[test]
-    fn gathered_rows_repeat_the_generated_requests() {
-        let t = HostTensor::new(vec![1i32, 2, 3, 4, 5, 6], vec![3, 2]).unwrap();
-        let g = gather_rows(&t, 5, |r| r % 3);
-        assert_eq!(g.shape(), &[5, 2]);
-        assert_eq!(g.data(), &HostData::I32(vec![1, 2, 3, 4, 5, 6, 1, 2, 3, 4]));
     }
 }

@@ -4,26 +4,22 @@
 //! graph rotate through so that successive steps never find their state in
 //! L2.
 //!
-//! Group `g` is one slot table: request `r`, token `j` → slot
-//! `pool[g·B·T + r·T + j]`, `pool` a seeded shuffle of `1..S` (slot 0 is the
-//! null block). Step `s` of a graph uses group `s mod groups`. Every request
-//! is active (no padding, no write holes), so each step reads one state page
-//! and writes `T` per request and head: `B·H·64 KiB·(1 + T)` bytes of state.
+//! The slot groups, their tables and the plan are [`kda_host::bench`]'s
+//! (shared with `decode-bench`). Every request is active (no padding, no
+//! write holes), so each step reads one state page and writes `T` per
+//! request and head: `B·H·64 KiB·(1 + T)` bytes of state.
 
 use half::bf16;
 use kda_host::KernelArgs;
+pub use kda_host::bench::{BenchDevice, Plan};
+use kda_host::bench::{GEN_REQUESTS, bad_outputs, gather_rows, slot_tables};
 use kda_ir::{Kernel, Scalar};
-use kda_runtime::{
-    CudaDevice, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, SimDevice, TensorShape,
-};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
+use kda_runtime::{Device, ErasedArg, Launch, LaunchConfig, RuntimeError, TensorShape};
 
-use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs, contiguous_strides};
+use crate::args::{Arg, DType, HostTensor, KdaArgs, contiguous_strides};
 use crate::compare::Actual;
 use crate::config::{HEAD_DIM, KdaConfig};
-use crate::generator::{GenOptions, OUTPUT_SENTINEL, generate};
+use crate::generator::{GenOptions, generate};
 use crate::run::{kernel_for, tensor_args};
 
 use super::kernels::{FILL_MAX, fill, fill_kernel};
@@ -38,24 +34,6 @@ const CONV_AMP: f32 = 1.73;
 /// Two groups of state beyond this are not worth the memory: one group
 /// alone is then far larger than L2.
 const TWO_GROUP_LIMIT: usize = 8 << 30;
-
-/// A device the benchmark can allocate scratch memory on without a host copy.
-pub trait BenchDevice: Device {
-    /// A new buffer of `bytes` bytes (zeros; the benchmark fills it).
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError>;
-}
-
-impl BenchDevice for CudaDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.alloc_zeroed(bytes)
-    }
-}
-
-impl BenchDevice for SimDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.upload(&vec![0; bytes])
-    }
-}
 
 /// heads × batch × tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -88,34 +66,16 @@ impl std::fmt::Display for Point {
     }
 }
 
-/// How much state to rotate through and how many steps a graph holds.
-#[derive(Clone, Copy, Debug)]
-pub struct Plan {
-    /// The slot groups together hold at least this many bytes of state
-    /// (4 × L2 on the GPU).
-    pub rotate_bytes: usize,
-    /// At least two groups (so consecutive steps touch different slots)
-    /// unless two groups would exceed `TWO_GROUP_LIMIT`.
-    pub min_groups: usize,
-    /// Steps per graph: at least this, and at least one per group.
-    pub min_steps: usize,
-    pub seed: u64,
-}
-
-impl Plan {
-    /// `(groups, steps)` for `point`.
-    pub fn shape(&self, point: &Point) -> (usize, usize) {
-        let group = point.slots_per_group() * point.slot_bytes();
-        let mut groups = self
-            .rotate_bytes
-            .div_ceil(group)
-            .max(self.min_groups)
-            .max(1);
-        if groups * group > TWO_GROUP_LIMIT && self.rotate_bytes <= group {
-            groups = 1;
-        }
-        (groups, groups.max(self.min_steps))
+/// `(groups, steps)` of `point`'s workload under `plan`
+/// ([`Plan::shape`]), but one group where two would exceed
+/// `TWO_GROUP_LIMIT` and one already holds `plan.rotate_bytes`.
+pub fn rotation(plan: &Plan, point: &Point) -> (usize, usize) {
+    let group = point.slots_per_group() * point.slot_bytes();
+    let mut groups = plan.groups(group);
+    if groups * group > TWO_GROUP_LIMIT && plan.rotate_bytes <= group {
+        groups = 1;
     }
+    (groups, plan.steps(groups))
 }
 
 /// The tensors of one point on a device, ready for launches of any schedule.
@@ -143,28 +103,6 @@ pub struct Workload<D: Device> {
     state_at: usize,
     conv_at: usize,
     output_at: usize,
-}
-
-/// Requests the generator draws; larger batches repeat them.
-const GEN_REQUESTS: usize = 16;
-
-/// `t` with `rows` rows, row `r` a copy of row `src(r)` (row-major 2-D or 1-D).
-fn gather_rows(t: &HostTensor, rows: usize, src: impl Fn(usize) -> usize) -> HostTensor {
-    let t = t.to_contiguous();
-    let cols: usize = t.shape()[1..].iter().product();
-    fn pick<T: Copy>(v: &[T], rows: usize, cols: usize, src: &dyn Fn(usize) -> usize) -> Vec<T> {
-        (0..rows)
-            .flat_map(|r| v[src(r) * cols..(src(r) + 1) * cols].iter().copied())
-            .collect()
-    }
-    let data: HostData = match t.data() {
-        HostData::Bf16(v) => pick(v, rows, cols, &src).into(),
-        HostData::F32(v) => pick(v, rows, cols, &src).into(),
-        HostData::I32(v) => pick(v, rows, cols, &src).into(),
-    };
-    let mut shape = t.shape().to_vec();
-    shape[0] = rows;
-    HostTensor::new(data, shape).expect("gathered rows fill the shape")
 }
 
 /// Grow a generated launch of `b0` requests to `b`: request `r` takes the
@@ -212,7 +150,7 @@ impl<D: BenchDevice> Workload<D> {
     /// state on `dev` and upload everything else.
     pub fn new(dev: &D, point: Point, plan: &Plan) -> Result<Self, RuntimeError> {
         let (h, b, t) = (point.heads, point.batch as usize, point.tokens);
-        let (groups, steps) = plan.shape(&point);
+        let (groups, steps) = rotation(plan, &point);
         let per_group = point.slots_per_group();
         let num_slots = groups * per_group + 1;
         // Generate GEN_REQUESTS requests and repeat them: the generator draws
@@ -255,15 +193,7 @@ impl<D: BenchDevice> Workload<D> {
         });
 
         // Slot tables.
-        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
-        pool.shuffle(&mut ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5107));
-        let host_tables: Vec<HostTensor> = pool
-            .chunks_exact(per_group)
-            .map(|group| {
-                let shape = args.slots.shape().to_vec();
-                HostTensor::new(group.to_vec(), shape).expect("B·T slots per table")
-            })
-            .collect();
+        let host_tables = slot_tables(num_slots, per_group, args.slots.shape(), plan.seed);
         let tables = host_tables
             .iter()
             .map(|t| dev.upload(&bytes_of(t)))
@@ -400,12 +330,7 @@ impl<D: BenchDevice> Workload<D> {
     /// Download `output`: the number of elements that are not finite or still
     /// hold the sentinel (0 when the last step wrote every element).
     pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
-        let out = dev.download(&self.buffers[self.output_at])?;
-        Ok(out
-            .chunks_exact(2)
-            .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
-            .filter(|v| !v.is_finite() || *v == OUTPUT_SENTINEL)
-            .count())
+        Ok(bad_outputs(&dev.download(&self.buffers[self.output_at])?))
     }
 
     /// The whole launch of step `step` on the host, with the device's current
