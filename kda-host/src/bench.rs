@@ -12,7 +12,8 @@
 //! its crate.
 
 use half::bf16;
-use kda_runtime::{CudaBuffer, CudaDevice, Device, Graph, RuntimeError, SimDevice};
+use kda_ir::Kernel;
+use kda_runtime::{CudaBuffer, CudaDevice, Device, Graph, LaunchConfig, RuntimeError, SimDevice};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -246,6 +247,52 @@ pub fn slot_tables(
     pool.chunks_exact(per_group)
         .map(|g| HostTensor::new(g.to_vec(), shape.to_vec()).expect("B·T slots per table"))
         .collect()
+}
+
+/// A rotating workload's tensors on the device: one buffer per launch
+/// tensor under its kernel parameter name, but the slot table, which step
+/// `s` takes from group `s mod groups`.
+pub struct Rotation<B> {
+    /// The kernel parameter name of each buffer.
+    pub names: Vec<&'static str>,
+    /// One per name; the slot table's entry is group 0's (the steps take
+    /// theirs from `tables`).
+    pub buffers: Vec<B>,
+    /// The slot table of each group.
+    pub tables: Vec<B>,
+    /// Where the slot table is in `names`.
+    pub slot_at: usize,
+}
+
+impl<B> Rotation<B> {
+    /// The buffers of step `step` (its group's slot table) in the order of
+    /// `kernel`'s tensor parameters, matched by name.
+    pub fn step_buffers(&self, kernel: &Kernel, step: usize) -> Result<Vec<&B>, RuntimeError> {
+        kernel
+            .tensors
+            .values()
+            .map(|t| match self.names.iter().position(|&n| n == t.name) {
+                Some(i) if i == self.slot_at => Ok(&self.tables[step % self.tables.len()]),
+                Some(i) => Ok(&self.buffers[i]),
+                None => Err(RuntimeError::BadLaunch {
+                    kernel: kernel.name.clone(),
+                    msg: format!("the bench has no tensor `{}`", t.name),
+                }),
+            })
+            .collect()
+    }
+
+    /// Launch step `step` of the loaded kernel `module` on `dev`.
+    pub fn launch<D: Device<Buffer = B>>(
+        &self,
+        dev: &D,
+        module: &D::Module,
+        cfg: &LaunchConfig,
+        step: usize,
+    ) -> Result<(), RuntimeError> {
+        let buffers = self.step_buffers(dev.module_kernel(module), step)?;
+        dev.launch(module, cfg, &buffers)
+    }
 }
 
 /// Elements of a bf16 output (little-endian bytes) that are not finite or

@@ -67,11 +67,11 @@ pub fn measure<F: Family>(
     let module: CudaKernel = dev.load(&kernel).map_err(|e| e.to_string())?;
     let run = |w: &mut Workload<F, CudaDevice>| -> Result<Measure, RuntimeError> {
         w.poison_output(dev)?;
-        w.launch(dev, &module, &launch, 0)?;
+        w.rotation.launch(dev, &module, &launch, 0)?;
         dev.synchronize()?;
         let w = &*w;
         let timing = time_steps(dev, w.steps, budget, |d, s| {
-            w.launch(d, &module, &launch, s)
+            w.rotation.launch(d, &module, &launch, s)
         })?;
         let res = module.resources();
         Ok(Measure {

@@ -9,7 +9,7 @@
 
 use half::bf16;
 pub use kda_host::bench::{BenchDevice, Plan};
-use kda_host::bench::{GEN_REQUESTS, bad_outputs, gather_rows, slot_tables};
+use kda_host::bench::{GEN_REQUESTS, Rotation, bad_outputs, gather_rows, slot_tables};
 use kda_host::{DType, HostTensor, KernelArgs};
 use kda_ir::Kernel;
 use kda_runtime::{Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg, TensorShape};
@@ -47,16 +47,15 @@ pub struct Workload<F: Family, D: Device> {
     /// The generated launch at `batch` requests; its `state` and
     /// `conv_state` hold one slot (the real ones live only on the device).
     pub args: F::Args,
-    /// Every tensor under its parameter name, as launched (`S` slots).
-    names: Vec<&'static str>,
+    /// Every tensor under its parameter name on the device, as launched
+    /// (`S` slots), and each group's slot table.
+    pub rotation: Rotation<D::Buffer>,
+    /// The shape and dtype of each of `rotation`'s tensors.
     shapes: Vec<TensorShape>,
     dtypes: Vec<DType>,
-    buffers: Vec<D::Buffer>,
-    /// The slot table of each group, on the host and on the device.
+    /// The slot table of each group, on the host.
     pub host_tables: Vec<HostTensor>,
-    tables: Vec<D::Buffer>,
     scalars: Vec<(&'static str, ScalarArg)>,
-    slot_at: usize,
     state_at: usize,
     conv_at: usize,
     output_at: usize,
@@ -167,14 +166,16 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
             steps,
             num_slots,
             args,
-            names,
+            rotation: Rotation {
+                names,
+                buffers,
+                tables,
+                slot_at,
+            },
             shapes,
             dtypes,
-            buffers,
             host_tables,
-            tables,
             scalars,
-            slot_at,
             state_at,
             conv_at,
             output_at,
@@ -199,10 +200,11 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
 
     fn bind(&self, kernel: &Kernel) -> Result<kda_runtime::typed::Bound<'_, D>, RuntimeError> {
         let tensors: Vec<(&str, Option<ErasedArg<'_, D>>)> = self
+            .rotation
             .names
             .iter()
             .zip(&self.shapes)
-            .zip(self.dtypes.iter().zip(&self.buffers))
+            .zip(self.dtypes.iter().zip(&self.rotation.buffers))
             .map(|((&name, shape), (&dtype, buf))| {
                 let arg = ErasedArg {
                     buf,
@@ -215,52 +217,21 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
         kda_runtime::typed::bind::<D>(kernel, &tensors, &self.scalars)
     }
 
-    /// The buffers of step `step` (its group's slot table) in the order of
-    /// the loaded kernel's parameters.
-    pub fn tensors(&self, dev: &D, module: &D::Module, step: usize) -> Vec<&D::Buffer> {
-        let kernel = dev.module_kernel(module);
-        kernel
-            .tensors
-            .values()
-            .map(|t| {
-                let i = self
-                    .names
-                    .iter()
-                    .position(|&n| n == t.name)
-                    .expect("bound by name above");
-                if i == self.slot_at {
-                    &self.tables[step % self.groups]
-                } else {
-                    &self.buffers[i]
-                }
-            })
-            .collect()
-    }
-
-    /// Launch step `step`.
-    pub fn launch(
-        &self,
-        dev: &D,
-        module: &D::Module,
-        launch: &LaunchConfig,
-        step: usize,
-    ) -> Result<(), RuntimeError> {
-        dev.launch(module, launch, &self.tensors(dev, module, step))
-    }
-
     /// Refill `output` with the generator's sentinel.
     pub fn poison_output(&mut self, dev: &D) -> Result<(), RuntimeError> {
         let n: usize = self.shapes[self.output_at].shape.iter().product();
         let sentinel = bf16::from_f32(kda_host::generator::OUTPUT_SENTINEL);
         let bytes: Vec<u8> = (0..n).flat_map(|_| sentinel.to_le_bytes()).collect();
-        self.buffers[self.output_at] = dev.upload(&bytes)?;
+        self.rotation.buffers[self.output_at] = dev.upload(&bytes)?;
         Ok(())
     }
 
     /// Output elements that are not finite or still hold the sentinel (0
     /// when the last step wrote every element).
     pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
-        Ok(bad_outputs(&dev.download(&self.buffers[self.output_at])?))
+        Ok(bad_outputs(
+            &dev.download(&self.rotation.buffers[self.output_at])?,
+        ))
     }
 
     /// The whole launch of step `step` on the host, with the device's
@@ -273,7 +244,7 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
             (self.conv_at, "conv_state"),
             (self.output_at, "output"),
         ] {
-            let bytes = dev.download(&self.buffers[at])?;
+            let bytes = dev.download(&self.rotation.buffers[at])?;
             let shape = self.shapes[at].shape.clone();
             let t = HostTensor::from_le_bytes(self.dtypes[at], shape, &bytes);
             family.set(&mut args, name, t.expect("downloaded shape"));

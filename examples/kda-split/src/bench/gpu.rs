@@ -185,7 +185,7 @@ pub fn measure_kda(
     } else {
         None
     };
-    workload.launch(dev, &module, &launch, 0)?;
+    workload.rotation.launch(dev, &module, &launch, 0)?;
     dev.synchronize()?;
     let check = match before {
         Some(args) => Some(check_step(cfg, &args, &workload.actual(dev)?)),
@@ -193,7 +193,7 @@ pub fn measure_kda(
     };
     let w = &*workload;
     let timing = time_steps(dev, w.steps, budget, |d, s| {
-        w.launch(d, &module, &launch, s)
+        w.rotation.launch(d, &module, &launch, s)
     })?;
     Ok(KdaMeasure {
         timing,

@@ -12,7 +12,7 @@
 use half::bf16;
 use kda_host::KernelArgs;
 pub use kda_host::bench::{BenchDevice, Plan};
-use kda_host::bench::{GEN_REQUESTS, bad_outputs, gather_rows, slot_tables};
+use kda_host::bench::{GEN_REQUESTS, Rotation, bad_outputs, gather_rows, slot_tables};
 use kda_ir::{Kernel, Scalar};
 use kda_runtime::{Device, ErasedArg, Launch, LaunchConfig, RuntimeError, TensorShape};
 
@@ -91,15 +91,12 @@ pub struct Workload<D: Device> {
     pub args: KdaArgs,
     /// Shapes of the tensors as launched (`S` slots).
     pub shapes: Vec<TensorShape>,
-    /// The kernel parameter name of each tensor (`KernelArgs::named_tensors`).
-    names: Vec<&'static str>,
-    /// One per tensor, as `names`; the `slots` entry is unused (see `tables`).
-    buffers: Vec<D::Buffer>,
-    /// The slot table of each group, as host tensors and on the device.
+    /// Every tensor under its kernel parameter name on the device
+    /// (`KernelArgs::named_tensors`), and each group's slot table.
+    pub rotation: Rotation<D::Buffer>,
+    /// The slot table of each group, as host tensors.
     pub host_tables: Vec<HostTensor>,
-    tables: Vec<D::Buffer>,
-    /// Positions of these arguments in `names`.
-    slots_at: usize,
+    /// Positions of these arguments in `rotation.names`.
     state_at: usize,
     conv_at: usize,
     output_at: usize,
@@ -251,11 +248,13 @@ impl<D: BenchDevice> Workload<D> {
             num_slots,
             args,
             shapes,
-            names,
-            buffers,
+            rotation: Rotation {
+                names,
+                buffers,
+                tables,
+                slot_at: slots_at,
+            },
             host_tables,
-            tables,
-            slots_at,
             state_at,
             conv_at,
             output_at,
@@ -270,10 +269,11 @@ impl<D: BenchDevice> Workload<D> {
         })?;
         // Bound by name, with the S-slot shapes (the host args hold one slot).
         let tensors: Vec<(&str, Option<ErasedArg<'_, D>>)> = self
+            .rotation
             .names
             .iter()
             .zip(self.args.tensors())
-            .zip(self.shapes.iter().zip(&self.buffers))
+            .zip(self.shapes.iter().zip(&self.rotation.buffers))
             .map(|((&name, t), (shape, buf))| {
                 let dtype = crate::run::scalar(t.dtype());
                 let shape = shape.clone();
@@ -286,60 +286,28 @@ impl<D: BenchDevice> Workload<D> {
         Ok((kernel, bound.config(Launch::grid(grid).pdl(true))))
     }
 
-    /// The buffers of step `step` (its group's slot table) in the order of
-    /// the kernel `module` runs, matched by parameter name.
-    pub fn tensors(
-        &self,
-        dev: &D,
-        module: &D::Module,
-        step: usize,
-    ) -> Result<Vec<&D::Buffer>, RuntimeError> {
-        let kernel = dev.module_kernel(module);
-        kernel
-            .tensors
-            .values()
-            .map(|t| match self.names.iter().position(|&n| n == t.name) {
-                Some(i) if i == self.slots_at => Ok(&self.tables[step % self.groups]),
-                Some(i) => Ok(&self.buffers[i]),
-                None => Err(RuntimeError::BadLaunch {
-                    kernel: kernel.name.clone(),
-                    msg: format!("the bench has no tensor `{}`", t.name),
-                }),
-            })
-            .collect()
-    }
-
-    /// Launch step `step`.
-    pub fn launch(
-        &self,
-        dev: &D,
-        module: &D::Module,
-        launch: &LaunchConfig,
-        step: usize,
-    ) -> Result<(), RuntimeError> {
-        dev.launch(module, launch, &self.tensors(dev, module, step)?)
-    }
-
     /// Refill `output` with the generator's sentinel (every element must be
     /// overwritten by the next step).
     pub fn poison_output(&mut self, dev: &D) -> Result<(), RuntimeError> {
-        self.buffers[self.output_at] = dev.upload(&bytes_of(&self.args.output))?;
+        self.rotation.buffers[self.output_at] = dev.upload(&bytes_of(&self.args.output))?;
         Ok(())
     }
 
     /// Download `output`: the number of elements that are not finite or still
     /// hold the sentinel (0 when the last step wrote every element).
     pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
-        Ok(bad_outputs(&dev.download(&self.buffers[self.output_at])?))
+        Ok(bad_outputs(
+            &dev.download(&self.rotation.buffers[self.output_at])?,
+        ))
     }
 
     /// The whole launch of step `step` on the host, with the device's current
     /// state and conv state (downloads them: for small points only).
     pub fn host_args(&self, dev: &D, step: usize) -> Result<KdaArgs, RuntimeError> {
         let mut args = self.args.clone();
-        let state = dev.download(&self.buffers[self.state_at])?;
-        let conv = dev.download(&self.buffers[self.conv_at])?;
-        let output = dev.download(&self.buffers[self.output_at])?;
+        let state = dev.download(&self.rotation.buffers[self.state_at])?;
+        let conv = dev.download(&self.rotation.buffers[self.conv_at])?;
+        let output = dev.download(&self.rotation.buffers[self.output_at])?;
         args.state = HostTensor::new(f32s(&state), self.shapes[self.state_at].shape.clone())
             .expect("state shape");
         args.conv_state = HostTensor::new(bf16s(&conv), self.shapes[self.conv_at].shape.clone())
@@ -353,10 +321,10 @@ impl<D: BenchDevice> Workload<D> {
     /// What the kernel wrote, as [`Actual`] (downloads the whole state).
     pub fn actual(&self, dev: &D) -> Result<Actual, RuntimeError> {
         Ok(Actual {
-            output: bf16s(&dev.download(&self.buffers[self.output_at])?),
+            output: bf16s(&dev.download(&self.rotation.buffers[self.output_at])?),
             output_f32: None,
-            state: f32s(&dev.download(&self.buffers[self.state_at])?),
-            conv_state: bf16s(&dev.download(&self.buffers[self.conv_at])?),
+            state: f32s(&dev.download(&self.rotation.buffers[self.state_at])?),
+            conv_state: bf16s(&dev.download(&self.rotation.buffers[self.conv_at])?),
         })
     }
 }
