@@ -2,7 +2,8 @@
 //! host tensors, correctly rounded bf16, the slot-table semantics and checks
 //! of their caches, seeded generators, the comparison with the references'
 //! results, safetensors case files, a runner for any `kda_runtime::Device`,
-//! and test helpers. Nothing here knows a particular kernel: each kernel's
+//! the benchmarks' graph timing and rotating state ([`mod@bench`]), and test
+//! helpers. Nothing here knows a particular kernel: each kernel's
 //! crate names its arguments (a [`KernelArgs`] and a
 //! [`validate::TensorArg`]) and builds its reference, checks and generator on
 //! top.
@@ -10,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod bench;
 pub mod case;
 pub mod compare;
 pub mod generator;

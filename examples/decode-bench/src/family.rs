@@ -2,7 +2,7 @@
 //! schedule's kernel, size its grid, count its state traffic and check it
 //! against the float64 reference.
 
-use kda_host::{HostTensor, KernelArgs};
+use kda_host::{HostTensor, KernelArgs, Report};
 use kda_ir::Kernel;
 use kda_runtime::{Device, ScalarArg};
 
@@ -39,8 +39,16 @@ pub trait Family {
     /// The launch grid of `schedule` at `requests` requests.
     fn grid(&self, schedule: &Self::Schedule, requests: usize) -> Result<[u32; 3], String>;
     fn schedule_label(&self, schedule: &Self::Schedule) -> String;
-    /// Replace the tensor named `name` in `args` (a parameter name).
-    fn set(&self, args: &mut Self::Args, name: &str, tensor: HostTensor);
+    /// The tensor passed as parameter `name` in `args`, for the bench to
+    /// replace; `None` for one it never replaces or that `args` lacks.
+    fn tensor_mut<'a>(&self, args: &'a mut Self::Args, name: &str) -> Option<&'a mut HostTensor>;
+    /// Replace the tensor passed as parameter `name` in `args`.
+    fn set(&self, args: &mut Self::Args, name: &str, tensor: HostTensor) {
+        match self.tensor_mut(args, name) {
+            Some(slot) => *slot = tensor,
+            None => panic!("the bench does not replace `{name}`"),
+        }
+    }
     /// Run `schedule` once on `dev` on a generated launch of `requests`
     /// requests with padding and write holes (seeded) and compare everything
     /// it writes with the float64 reference; `Err` says what differed.
@@ -51,6 +59,24 @@ pub trait Family {
         requests: usize,
         seed: u64,
     ) -> Result<(), String>;
+}
+
+/// The check both families run: the reference of a launch (or why it
+/// refused it), the kernel's run (or why it did not run), compared; `Err`
+/// says what differed.
+fn against_reference<X, A, E: std::fmt::Debug, R: std::fmt::Display>(
+    expected: Result<X, E>,
+    run: impl FnOnce() -> Result<A, R>,
+    compare: impl FnOnce(&A, &X) -> Report,
+) -> Result<(), String> {
+    let expected = expected.map_err(|e| format!("{e:?}"))?;
+    let actual = run().map_err(|e| e.to_string())?;
+    let report = compare(&actual, &expected);
+    if report.passed() {
+        Ok(())
+    } else {
+        Err(report.to_string())
+    }
 }
 
 /// GDN decode / verify at one head shape and token count.
@@ -129,8 +155,8 @@ impl Family for Gdn {
         schedule.label()
     }
 
-    fn set(&self, args: &mut Self::Args, name: &str, tensor: HostTensor) {
-        let slot = match name {
+    fn tensor_mut<'a>(&self, args: &'a mut Self::Args, name: &str) -> Option<&'a mut HostTensor> {
+        Some(match name {
             "x" => &mut args.x,
             "a" => &mut args.a,
             "beta" => &mut args.beta,
@@ -139,13 +165,9 @@ impl Family for Gdn {
             "slots" | "slot_table" => &mut args.slots,
             "state" => &mut args.state,
             "conv_state" => &mut args.conv_state,
-            "accepted" => {
-                args.accepted = Some(tensor);
-                return;
-            }
-            other => panic!("the bench does not replace `{other}`"),
-        };
-        *slot = tensor;
+            "accepted" => return args.accepted.as_mut(),
+            _ => return None,
+        })
     }
 
     fn check<D: Device>(
@@ -157,15 +179,11 @@ impl Family for Gdn {
     ) -> Result<(), String> {
         let args =
             gdn_decode::generate(&self.cfg, &gdn_decode::GenOptions::new(requests).seed(seed));
-        let expected = gdn_decode::reference(&self.cfg, &args).map_err(|e| format!("{e:?}"))?;
-        let actual = gdn_decode::run::run_with(dev, &self.cfg, &args, schedule)
-            .map_err(|e| e.to_string())?;
-        let report = gdn_decode::compare(&self.cfg, &args, &actual, &expected);
-        if report.passed() {
-            Ok(())
-        } else {
-            Err(report.to_string())
-        }
+        against_reference(
+            gdn_decode::reference(&self.cfg, &args),
+            || gdn_decode::run::run_with(dev, &self.cfg, &args, schedule),
+            |actual, expected| gdn_decode::compare(&self.cfg, &args, actual, expected),
+        )
     }
 }
 
@@ -242,21 +260,17 @@ impl Family for Mamba2 {
         schedule.label()
     }
 
-    fn set(&self, args: &mut Self::Args, name: &str, tensor: HostTensor) {
-        let slot = match name {
+    fn tensor_mut<'a>(&self, args: &'a mut Self::Args, name: &str) -> Option<&'a mut HostTensor> {
+        Some(match name {
             "xbc" => &mut args.xbc,
             "dt" => &mut args.dt,
             "output" => &mut args.output,
             "slots" => &mut args.slots,
             "state" => &mut args.state,
             "conv_state" => &mut args.conv_state,
-            "z" => {
-                args.z = Some(tensor);
-                return;
-            }
-            other => panic!("the bench does not replace `{other}`"),
-        };
-        *slot = tensor;
+            "z" => return args.z.as_mut(),
+            _ => return None,
+        })
     }
 
     fn check<D: Device>(
@@ -270,14 +284,10 @@ impl Family for Mamba2 {
             &self.cfg,
             &mamba2_decode::GenOptions::new(requests).seed(seed),
         );
-        let expected = mamba2_decode::reference(&self.cfg, &args).map_err(|e| format!("{e:?}"))?;
-        let actual = mamba2_decode::run::run_with(dev, &self.cfg, &args, schedule)
-            .map_err(|e| e.to_string())?;
-        let report = mamba2_decode::compare(&self.cfg, &args, &actual, &expected);
-        if report.passed() {
-            Ok(())
-        } else {
-            Err(report.to_string())
-        }
+        against_reference(
+            mamba2_decode::reference(&self.cfg, &args),
+            || mamba2_decode::run::run_with(dev, &self.cfg, &args, schedule),
+            |actual, expected| mamba2_decode::compare(&self.cfg, &args, actual, expected),
+        )
     }
 }

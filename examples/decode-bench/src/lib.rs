@@ -34,7 +34,7 @@ use kda_runtime::{CudaDevice, Device};
 
 use family::{Family, Gdn, Mamba2};
 use gpu::{Budget, CopyCeiling, copy_ceiling, measure, tbps};
-use workload::{Plan, Workload};
+use workload::{Plan, Workload, plan_for_l2};
 
 /// Requests of the generated launch each schedule is checked on.
 pub const CHECK_REQUESTS: usize = 8;
@@ -269,125 +269,113 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
             None
         }
     };
-    let ceiling = copy.as_ref().filter(|c| c.verified).map(|c| c.tbps);
     // At least 64 MiB of rotation even where the driver reports no L2.
-    let plan = Plan::for_l2(l2.max(16 << 20));
-    let mut rows = Vec::new();
+    let mut sweep = Sweep {
+        dev,
+        plan: plan_for_l2(l2.max(16 << 20)),
+        budget,
+        deadline,
+        ceiling: copy.as_ref().filter(|c| c.verified).map(|c| c.tbps),
+        rows: Vec::new(),
+    };
     let gdn = [Gdn::new(4, 8, 1), Gdn::new(4, 8, 4)];
     let mamba = Mamba2::new(24, 1);
     // Batch 128 first (every schedule), then the defaults at other batches.
     for g in &gdn {
         let list = gdn_decode::kernel::sweep_schedules(g.cfg.tokens);
-        sweep_point(
-            dev,
-            g,
-            SWEEP_BATCH,
-            &list,
-            &plan,
-            budget,
-            deadline,
-            ceiling,
-            &mut rows,
-        );
+        sweep.point(g, SWEEP_BATCH, &list);
     }
-    let list = mamba2_decode::kernel::sweep_schedules();
-    sweep_point(
-        dev,
+    sweep.point(
         &mamba,
         SWEEP_BATCH,
-        &list,
-        &plan,
-        budget,
-        deadline,
-        ceiling,
-        &mut rows,
+        &mamba2_decode::kernel::sweep_schedules(),
     );
     for batch in DEFAULT_ONLY_BATCHES {
         for g in &gdn {
-            let d = [gdn_decode::kernel::Schedule::default()];
-            sweep_point(
-                dev, g, batch, &d, &plan, budget, deadline, ceiling, &mut rows,
-            );
+            sweep.point(g, batch, &[gdn_decode::kernel::Schedule::default()]);
         }
-        let d = [mamba2_decode::kernel::Schedule::default()];
-        sweep_point(
-            dev, &mamba, batch, &d, &plan, budget, deadline, ceiling, &mut rows,
-        );
+        sweep.point(&mamba, batch, &[mamba2_decode::kernel::Schedule::default()]);
     }
     Results {
         device,
         l2_bytes: l2,
         copy,
-        rows,
+        rows: sweep.rows,
         seconds: start.elapsed().as_secs_f64(),
     }
 }
 
-/// Measure `schedules` of `family` at `batch` (one workload), each checked
-/// against the reference first; one row each, printed as it is done.
-#[allow(clippy::too_many_arguments)]
-pub fn sweep_point<F: Family>(
-    dev: &CudaDevice,
-    family: &F,
-    batch: usize,
-    schedules: &[F::Schedule],
-    plan: &Plan,
-    budget: &Budget,
-    deadline: Instant,
-    ceiling: Option<f64>,
-    rows: &mut Vec<Row>,
-) {
-    let group_bytes = batch * family.tokens() * family.slot_bytes();
-    let (groups, steps) = plan.shape(group_bytes);
-    let row = |schedule: &F::Schedule, outcome, checked| Row {
-        kernel: family.label(),
-        batch,
-        schedule: family.schedule_label(schedule),
-        groups,
-        steps,
-        state_bytes: family.state_bytes(batch),
-        outcome,
-        checked,
-    };
-    if Instant::now() >= deadline {
-        for s in schedules {
-            rows.push(row(s, Outcome::Skipped("time limit".into()), None));
-        }
-        return;
-    }
-    println!(
-        "{} B{batch}: {groups} slot groups of {} MiB, {steps} steps per graph",
-        family.label(),
-        group_bytes >> 20
-    );
-    let mut workload = match Workload::new(dev, family, batch, plan) {
-        Ok(w) => w,
-        Err(e) => {
+/// What the points of one run share: the device, the rotation, the timing,
+/// the deadline, the copy ceiling (TB/s, when verified) and the rows so far.
+pub struct Sweep<'a> {
+    pub dev: &'a CudaDevice,
+    pub plan: Plan,
+    pub budget: &'a Budget,
+    /// Rows not started by then are skipped.
+    pub deadline: Instant,
+    pub ceiling: Option<f64>,
+    pub rows: Vec<Row>,
+}
+
+impl Sweep<'_> {
+    /// Measure `schedules` of `family` at `batch` (one workload), each
+    /// checked against the reference first; one row each, printed as it is
+    /// done.
+    pub fn point<F: Family>(&mut self, family: &F, batch: usize, schedules: &[F::Schedule]) {
+        let (dev, plan, budget, deadline) = (self.dev, &self.plan, self.budget, self.deadline);
+        let rows = &mut self.rows;
+        let group_bytes = batch * family.tokens() * family.slot_bytes();
+        let (groups, steps) = plan.shape(group_bytes);
+        let row = |schedule: &F::Schedule, outcome, checked| Row {
+            kernel: family.label(),
+            batch,
+            schedule: family.schedule_label(schedule),
+            groups,
+            steps,
+            state_bytes: family.state_bytes(batch),
+            outcome,
+            checked,
+        };
+        if Instant::now() >= deadline {
             for s in schedules {
-                rows.push(row(s, Outcome::Failed(format!("setup: {e}")), None));
+                rows.push(row(s, Outcome::Skipped("time limit".into()), None));
             }
             return;
         }
-    };
-    for (n, s) in schedules.iter().enumerate() {
-        let r = if Instant::now() >= deadline {
-            row(s, Outcome::Skipped("time limit".into()), None)
-        } else {
-            let checked = match family.check(dev, s, CHECK_REQUESTS, 300 + n as u64) {
-                Ok(()) => Checked::Passed,
-                Err(e) => Checked::Failed(e),
-            };
-            let outcome = match measure(dev, family, &mut workload, s, budget) {
-                Ok(m) => Outcome::Measured(m),
-                Err(e) => Outcome::Failed(e),
-            };
-            row(s, outcome, Some(checked))
+        println!(
+            "{} B{batch}: {groups} slot groups of {} MiB, {steps} steps per graph",
+            family.label(),
+            group_bytes >> 20
+        );
+        let mut workload = match Workload::new(dev, family, batch, plan) {
+            Ok(w) => w,
+            Err(e) => {
+                for s in schedules {
+                    rows.push(row(s, Outcome::Failed(format!("setup: {e}")), None));
+                }
+                return;
+            }
         };
-        println!("{}", r.line(ceiling));
-        if let Some(Checked::Failed(report)) = &r.checked {
-            println!("  reference mismatch of {}:\n{report}", r.schedule);
+        for (n, s) in schedules.iter().enumerate() {
+            let r = if Instant::now() >= deadline {
+                row(s, Outcome::Skipped("time limit".into()), None)
+            } else {
+                let checked = match family.check(dev, s, CHECK_REQUESTS, 300 + n as u64) {
+                    Ok(()) => Checked::Passed,
+                    Err(e) => Checked::Failed(e),
+                };
+                let outcome = match measure(dev, family, &mut workload, s, budget) {
+                    Ok(m) => Outcome::Measured(m),
+                    Err(e) => Outcome::Failed(e),
+                };
+                row(s, outcome, Some(checked))
+            };
+            println!("{}", r.line(self.ceiling));
+            if let Some(Checked::Failed(report)) = &r.checked {
+                println!("  reference mismatch of {}:\n{report}", r.schedule);
+            }
+            rows.push(r);
         }
-        rows.push(r);
     }
 }
 
@@ -411,6 +399,7 @@ mod tests {
                         p10_us: us,
                         p90_us: us,
                         replays: 10,
+                        units: 32,
                     },
                     registers: 127,
                     smem_bytes: 2080,
@@ -435,6 +424,7 @@ mod tests {
                     p10_us: 500.0,
                     p90_us: 500.0,
                     replays: 10,
+                    units: 1,
                 },
                 tbps: 4.0,
                 verified: true,

@@ -2,102 +2,31 @@
 //! the seeded generator, and a state and conv state of `groups` disjoint
 //! slot groups (zero-filled on the device) that the steps of a graph rotate
 //! through, so that successive steps never find their state in L2 — the
-//! scheme of KdaSplit's bench (`examples/kda-split/src/bench/workload.rs`).
-//!
-//! Group `g` is one slot table: request `r`, token `j` → slot
-//! `pool[g·B·T + r·T + j]`, `pool` a seeded shuffle of `1..S` (slot 0 is the
-//! null block). Step `s` of a graph uses group `s mod groups`. Every request
-//! is active (no padding, no write holes). The state starts at zero; the
-//! warm-up replays write every group before anything is timed.
+//! scheme of KdaSplit's bench, shared in [`kda_host::bench`] (slot groups,
+//! plan, slot tables). Every request is active (no padding, no write holes).
+//! The state starts at zero; the warm-up replays write every group before
+//! anything is timed.
 
 use half::bf16;
-use kda_host::{DType, HostData, HostTensor, KernelArgs};
+pub use kda_host::bench::{BenchDevice, Plan};
+use kda_host::bench::{GEN_REQUESTS, Rotation, bad_outputs, gather_rows, slot_tables};
+use kda_host::{DType, HostTensor, KernelArgs};
 use kda_ir::Kernel;
-use kda_runtime::{
-    CudaDevice, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg, SimDevice,
-    TensorShape,
-};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
+use kda_runtime::{Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg, TensorShape};
 
 use crate::family::Family;
 
-/// A device the bench can allocate zeroed scratch memory on without a host
-/// copy.
-pub trait BenchDevice: Device {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError>;
-}
-
-impl BenchDevice for CudaDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.alloc_zeroed(bytes)
+/// The GPU's plan: 4 × L2 of state, three groups at least (with PDL a step
+/// may start its ready loads — its group's state — while the step before the
+/// previous one still runs, where the trigger is at the kernel's entry), 32
+/// steps.
+pub fn plan_for_l2(l2_bytes: usize) -> Plan {
+    Plan {
+        rotate_bytes: 4 * l2_bytes,
+        min_groups: 3,
+        min_steps: 32,
+        seed: 1,
     }
-}
-
-impl BenchDevice for SimDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.upload(&vec![0; bytes])
-    }
-}
-
-/// How much state to rotate through and how many steps a graph holds.
-#[derive(Clone, Copy, Debug)]
-pub struct Plan {
-    /// The slot groups together hold at least this many bytes of state
-    /// (4 × L2 on the GPU).
-    pub rotate_bytes: usize,
-    /// At least this many groups. Three: with PDL a step may start its
-    /// ready loads (its group's state) while the step before the previous
-    /// one still runs, where the trigger is at the kernel's entry.
-    pub min_groups: usize,
-    /// Steps per graph: at least this, and at least one per group.
-    pub min_steps: usize,
-    pub seed: u64,
-}
-
-impl Plan {
-    /// The GPU's plan: 4 × L2 of state, three groups at least, 32 steps.
-    pub fn for_l2(l2_bytes: usize) -> Plan {
-        Plan {
-            rotate_bytes: 4 * l2_bytes,
-            min_groups: 3,
-            min_steps: 32,
-            seed: 1,
-        }
-    }
-
-    /// `(groups, steps)` for `group_bytes` of state per group.
-    pub fn shape(&self, group_bytes: usize) -> (usize, usize) {
-        let groups = self
-            .rotate_bytes
-            .div_ceil(group_bytes.max(1))
-            .max(self.min_groups)
-            .max(1);
-        (groups, groups.max(self.min_steps))
-    }
-}
-
-/// Requests the generator draws; larger batches repeat them.
-const GEN_REQUESTS: usize = 16;
-
-/// `t` with `rows` rows, row `r` a copy of row `src(r)` (row-major).
-fn gather_rows(t: &HostTensor, rows: usize, src: impl Fn(usize) -> usize) -> HostTensor {
-    let t = t.to_contiguous();
-    let cols: usize = t.shape()[1..].iter().product();
-    fn pick<T: Copy>(v: &[T], rows: usize, cols: usize, src: &dyn Fn(usize) -> usize) -> Vec<T> {
-        (0..rows)
-            .flat_map(|r| v[src(r) * cols..(src(r) + 1) * cols].iter().copied())
-            .collect()
-    }
-    let data: HostData = match t.data() {
-        HostData::Bf16(v) => pick(v, rows, cols, &src).into(),
-        HostData::F32(v) => pick(v, rows, cols, &src).into(),
-        HostData::I32(v) => pick(v, rows, cols, &src).into(),
-    };
-    let mut shape = t.shape().to_vec();
-    shape[0] = rows;
-    HostTensor::new(data, shape).expect("gathered rows fill the shape")
 }
 
 fn le_bytes(t: &HostTensor) -> Vec<u8> {
@@ -118,16 +47,15 @@ pub struct Workload<F: Family, D: Device> {
     /// The generated launch at `batch` requests; its `state` and
     /// `conv_state` hold one slot (the real ones live only on the device).
     pub args: F::Args,
-    /// Every tensor under its parameter name, as launched (`S` slots).
-    names: Vec<&'static str>,
+    /// Every tensor under its parameter name on the device, as launched
+    /// (`S` slots), and each group's slot table.
+    pub rotation: Rotation<D::Buffer>,
+    /// The shape and dtype of each of `rotation`'s tensors.
     shapes: Vec<TensorShape>,
     dtypes: Vec<DType>,
-    buffers: Vec<D::Buffer>,
-    /// The slot table of each group, on the host and on the device.
+    /// The slot table of each group, on the host.
     pub host_tables: Vec<HostTensor>,
-    tables: Vec<D::Buffer>,
     scalars: Vec<(&'static str, ScalarArg)>,
-    slot_at: usize,
     state_at: usize,
     conv_at: usize,
     output_at: usize,
@@ -176,12 +104,7 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
             HostTensor::new(vec![0i32; slot_shape.iter().product()], slot_shape.clone())
                 .expect("slot shape"),
         );
-        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
-        pool.shuffle(&mut ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5107));
-        let host_tables: Vec<HostTensor> = pool
-            .chunks_exact(per_group)
-            .map(|g| HostTensor::new(g.to_vec(), slot_shape.clone()).expect("B·T slots"))
-            .collect();
+        let host_tables = slot_tables(num_slots, per_group, &slot_shape, plan.seed);
         let tables = host_tables
             .iter()
             .map(|t| dev.upload(&le_bytes(t)))
@@ -243,14 +166,16 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
             steps,
             num_slots,
             args,
-            names,
+            rotation: Rotation {
+                names,
+                buffers,
+                tables,
+                slot_at,
+            },
             shapes,
             dtypes,
-            buffers,
             host_tables,
-            tables,
             scalars,
-            slot_at,
             state_at,
             conv_at,
             output_at,
@@ -275,10 +200,11 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
 
     fn bind(&self, kernel: &Kernel) -> Result<kda_runtime::typed::Bound<'_, D>, RuntimeError> {
         let tensors: Vec<(&str, Option<ErasedArg<'_, D>>)> = self
+            .rotation
             .names
             .iter()
             .zip(&self.shapes)
-            .zip(self.dtypes.iter().zip(&self.buffers))
+            .zip(self.dtypes.iter().zip(&self.rotation.buffers))
             .map(|((&name, shape), (&dtype, buf))| {
                 let arg = ErasedArg {
                     buf,
@@ -291,58 +217,21 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
         kda_runtime::typed::bind::<D>(kernel, &tensors, &self.scalars)
     }
 
-    /// The buffers of step `step` (its group's slot table) in the order of
-    /// the loaded kernel's parameters.
-    pub fn tensors(&self, dev: &D, module: &D::Module, step: usize) -> Vec<&D::Buffer> {
-        let kernel = dev.module_kernel(module);
-        kernel
-            .tensors
-            .values()
-            .map(|t| {
-                let i = self
-                    .names
-                    .iter()
-                    .position(|&n| n == t.name)
-                    .expect("bound by name above");
-                if i == self.slot_at {
-                    &self.tables[step % self.groups]
-                } else {
-                    &self.buffers[i]
-                }
-            })
-            .collect()
-    }
-
-    /// Launch step `step`.
-    pub fn launch(
-        &self,
-        dev: &D,
-        module: &D::Module,
-        launch: &LaunchConfig,
-        step: usize,
-    ) -> Result<(), RuntimeError> {
-        dev.launch(module, launch, &self.tensors(dev, module, step))
-    }
-
     /// Refill `output` with the generator's sentinel.
     pub fn poison_output(&mut self, dev: &D) -> Result<(), RuntimeError> {
         let n: usize = self.shapes[self.output_at].shape.iter().product();
         let sentinel = bf16::from_f32(kda_host::generator::OUTPUT_SENTINEL);
         let bytes: Vec<u8> = (0..n).flat_map(|_| sentinel.to_le_bytes()).collect();
-        self.buffers[self.output_at] = dev.upload(&bytes)?;
+        self.rotation.buffers[self.output_at] = dev.upload(&bytes)?;
         Ok(())
     }
 
     /// Output elements that are not finite or still hold the sentinel (0
     /// when the last step wrote every element).
     pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
-        let out = dev.download(&self.buffers[self.output_at])?;
-        let sentinel = kda_host::generator::OUTPUT_SENTINEL;
-        Ok(out
-            .chunks_exact(2)
-            .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
-            .filter(|v| !v.is_finite() || *v == sentinel)
-            .count())
+        Ok(bad_outputs(
+            &dev.download(&self.rotation.buffers[self.output_at])?,
+        ))
     }
 
     /// The whole launch of step `step` on the host, with the device's
@@ -355,26 +244,10 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
             (self.conv_at, "conv_state"),
             (self.output_at, "output"),
         ] {
-            let bytes = dev.download(&self.buffers[at])?;
+            let bytes = dev.download(&self.rotation.buffers[at])?;
             let shape = self.shapes[at].shape.clone();
-            let data: HostData = match self.dtypes[at] {
-                DType::F32 => bytes
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect::<Vec<_>>()
-                    .into(),
-                DType::Bf16 => bytes
-                    .chunks_exact(2)
-                    .map(|c| bf16::from_le_bytes([c[0], c[1]]))
-                    .collect::<Vec<_>>()
-                    .into(),
-                DType::I32 => unreachable!("state, conv state and output are floats"),
-            };
-            family.set(
-                &mut args,
-                name,
-                HostTensor::new(data, shape).expect("downloaded shape"),
-            );
+            let t = HostTensor::from_le_bytes(self.dtypes[at], shape, &bytes);
+            family.set(&mut args, name, t.expect("downloaded shape"));
         }
         family.set(
             &mut args,
@@ -392,7 +265,7 @@ mod tests {
     #[test]
     fn plan_rotates_over_four_l2_in_three_groups_at_least() {
         let l2 = 50 << 20;
-        let plan = Plan::for_l2(l2);
+        let plan = plan_for_l2(l2);
         // GDN HK4 HV8 T1 at batch 1: 512 KiB a group, 400 groups.
         let (groups, steps) = plan.shape(512 << 10);
         assert!(groups * (512 << 10) >= 4 * l2 && steps == groups);
@@ -400,13 +273,5 @@ mod tests {
         assert_eq!(plan.shape(64 << 20), (4, 32));
         // Batch 512: one group is over 4 × L2; still three.
         assert_eq!(plan.shape(256 << 20), (3, 32));
-    }
-
-    #[test]
-    fn gathered_rows_repeat_the_generated_requests() {
-        let t = HostTensor::new(vec![1i32, 2, 3, 4, 5, 6], vec![3, 2]).unwrap();
-        let g = gather_rows(&t, 5, |r| r % 3);
-        assert_eq!(g.shape(), &[5, 2]);
-        assert_eq!(g.data(), &HostData::I32(vec![1, 2, 3, 4, 5, 6, 1, 2, 3, 4]));
     }
 }

@@ -52,7 +52,7 @@ fn rotate<F: Family>(
     for step in 0..w.steps {
         w.poison_output(&dev).unwrap();
         let before = w.host_args(&dev, family, step).unwrap();
-        w.launch(&dev, &module, &launch, step).unwrap();
+        w.rotation.launch(&dev, &module, &launch, step).unwrap();
         assert_eq!(
             w.bad_outputs(&dev).unwrap(),
             0,

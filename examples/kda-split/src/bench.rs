@@ -146,7 +146,7 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
         let (mut workload, check) = match opts.sweep.workload(dev, point, l2) {
             Ok(w) => w,
             Err(e) => {
-                let (groups, steps) = opts.sweep.plan(l2).shape(&point);
+                let (groups, steps) = workload::rotation(&opts.sweep.plan(l2), &point);
                 rows.extend(schedules.iter().map(|c| Row {
                     point,
                     candidate: c.at(&point),
@@ -281,7 +281,7 @@ fn measure_one(
 mod tests {
     use super::*;
     use report::{BenchFile, OptionsJson};
-    use workload::{Plan, Point};
+    use workload::{Plan, Point, rotation};
 
     #[test]
     fn triton_targets_scale_by_heads_and_interpolate() {
@@ -306,14 +306,14 @@ mod tests {
             batch: 1,
             tokens: 1,
         };
-        let (groups, steps) = plan.shape(&b1);
+        let (groups, steps) = rotation(&plan, &b1);
         assert!(groups * b1.slot_bytes() >= 200 << 20 && steps == groups);
         let big = Point {
             heads: 32,
             batch: 512,
             tokens: 1,
         };
-        assert_eq!(plan.shape(&big), (2, 32));
+        assert_eq!(rotation(&plan, &big), (2, 32));
         assert_eq!(b1.state_bytes_per_step(), 12 * 128 * 128 * 4 * 2);
     }
 

@@ -97,19 +97,24 @@ pub struct Schedule {
 
 impl Default for Schedule {
     fn default() -> Self {
-        Schedule {
-            max_cluster: MAX_CLUSTER,
-            chunks: 0,
-            wave: 0,
-            min_blocks: 0,
-            evict: false,
-            early: false,
-            trigger_at_entry: false,
-        }
+        Schedule::DEFAULT
     }
 }
 
 impl Schedule {
+    /// The default schedule, for `const` contexts (the test matrices):
+    /// clusters of up to [`MAX_CLUSTER`] CTAs, every other knob off or
+    /// automatic.
+    pub const DEFAULT: Schedule = Schedule {
+        max_cluster: MAX_CLUSTER,
+        chunks: 0,
+        wave: 0,
+        min_blocks: 0,
+        evict: false,
+        early: false,
+        trigger_at_entry: false,
+    };
+
     /// A short label: `default`, or the knobs that differ from it (`cN`,
     /// `chN`, `wN`, `occN`, `evict`, `early`, `trig`).
     pub fn label(&self) -> String {

@@ -2,9 +2,11 @@
 //! KdaSplit steps, each as the median over many replays of a CUDA graph,
 //! timed with events.
 
+pub use kda_host::bench::{Budget, Timing, tbps};
+use kda_host::bench::{time_driver_copy, time_steps};
 use kda_ir::Scalar;
 use kda_runtime::{
-    CudaDevice, CudaKernel, Device, Graph, LaunchConfig, RuntimeError, cuda::KernelResources,
+    CudaDevice, CudaKernel, Device, LaunchConfig, RuntimeError, cuda::KernelResources,
 };
 use serde::{Deserialize, Serialize};
 
@@ -15,79 +17,6 @@ use crate::args::KdaArgs;
 use crate::compare::{Actual, compare};
 use crate::config::KdaConfig;
 use crate::reference::{RawGateOrder, reference};
-
-/// How long to time one graph.
-#[derive(Clone, Copy, Debug)]
-pub struct Budget {
-    /// Untimed replays first.
-    pub warmup: usize,
-    /// Timed replays: about this many milliseconds of them...
-    pub target_ms: f64,
-    /// ...but at least / at most this many.
-    pub min_replays: usize,
-    pub max_replays: usize,
-}
-
-/// Per-unit times (one copy, one node, one step) over the timed replays.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Timing {
-    pub median_us: f64,
-    pub p10_us: f64,
-    pub p90_us: f64,
-    /// Timed replays.
-    pub replays: usize,
-    /// Units (launches) per replay.
-    #[serde(rename = "units_per_replay")]
-    pub units: usize,
-}
-
-impl Timing {
-    fn of(ms_per_replay: &[f32], units: usize) -> Timing {
-        let mut us: Vec<f64> = ms_per_replay
-            .iter()
-            .map(|&ms| ms as f64 * 1e3 / units as f64)
-            .collect();
-        us.sort_by(f64::total_cmp);
-        let n = us.len();
-        let at = |q: f64| us[((n - 1) as f64 * q).round() as usize];
-        let median = if n % 2 == 1 {
-            us[n / 2]
-        } else {
-            (us[n / 2 - 1] + us[n / 2]) / 2.0
-        };
-        Timing {
-            median_us: median,
-            p10_us: at(0.1),
-            p90_us: at(0.9),
-            replays: n,
-            units,
-        }
-    }
-}
-
-/// Warm `graph` up, size the number of replays from a short probe, time them.
-pub fn time_graph(
-    dev: &CudaDevice,
-    graph: &Graph,
-    units: usize,
-    budget: &Budget,
-) -> Result<Timing, RuntimeError> {
-    for _ in 0..budget.warmup {
-        graph.replay()?;
-    }
-    dev.synchronize()?;
-    let probe = graph.time_replays(dev, 3)?;
-    let per_replay_ms = kda_runtime::cuda::median(&probe).max(1e-4) as f64;
-    let n = ((budget.target_ms / per_replay_ms).ceil() as usize)
-        .clamp(budget.min_replays, budget.max_replays);
-    let ms = graph.time_replays(dev, n)?;
-    Ok(Timing::of(&ms, units))
-}
-
-/// TB/s of `bytes` moved in `us` microseconds.
-pub fn tbps(bytes: usize, us: f64) -> f64 {
-    bytes as f64 / (us * 1e-6) / 1e12
-}
 
 /// One copy measurement (fields in the bench file's key order).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,8 +73,9 @@ pub fn copy_ceiling(
         dev.launch(&module, &small, &[&check_src, &check_dst])?;
         let verified = dev.download(&check_dst)? == expected;
         let big = copy_launch(block, unroll, floats);
-        let graph = Graph::capture(dev, |d| d.launch(&module, &big, &[&src, &dst]))?;
-        let timing = time_graph(dev, &graph, 1, budget)?;
+        let timing = time_steps(dev, 1, budget, |d, _| {
+            d.launch(&module, &big, &[&src, &dst])
+        })?;
         rows.push(CopyRow {
             name: kernel.name.clone(),
             bytes: moved,
@@ -155,18 +85,8 @@ pub fn copy_ceiling(
         });
     }
 
-    // The driver's copy, launched on the stream (a graph would hold a memcpy node).
-    for _ in 0..budget.warmup {
-        dev.copy_buffer(&src, &dst)?;
-    }
-    dev.synchronize()?;
-    let per_ms = dev.time(|d| d.copy_buffer(&src, &dst))?.max(1e-4) as f64;
-    let n =
-        ((budget.target_ms / per_ms).ceil() as usize).clamp(budget.min_replays, budget.max_replays);
-    let ms = (0..n)
-        .map(|_| dev.time(|d| d.copy_buffer(&src, &dst)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let timing = Timing::of(&ms, 1);
+    // The driver's copy, for reference.
+    let timing = time_driver_copy(dev, &src, &dst, budget)?;
     fill(dev, &fill_f32, &check_dst, check_floats, 5, 1.0)?;
     dev.copy_buffer(&check_src, &check_dst)?;
     rows.push(CopyRow {
@@ -209,10 +129,7 @@ pub fn node_floor(
                 syms: vec![],
                 scalars: vec![],
             };
-            let graph = Graph::capture(dev, |d| {
-                (0..nodes).try_for_each(|_| d.launch(&module, &cfg, &[]))
-            })?;
-            let timing = time_graph(dev, &graph, nodes, budget)?;
+            let timing = time_steps(dev, nodes, budget, |d, _| d.launch(&module, &cfg, &[]))?;
             rows.push(FloorRow {
                 name: kernel.name.clone(),
                 grid,
@@ -268,18 +185,16 @@ pub fn measure_kda(
     } else {
         None
     };
-    workload.launch(dev, &module, &launch, 0)?;
+    workload.rotation.launch(dev, &module, &launch, 0)?;
     dev.synchronize()?;
     let check = match before {
         Some(args) => Some(check_step(cfg, &args, &workload.actual(dev)?)),
         None => None,
     };
     let w = &*workload;
-    let graph = Graph::capture(dev, |d| {
-        (0..w.steps).try_for_each(|s| w.launch(d, &module, &launch, s))
+    let timing = time_steps(dev, w.steps, budget, |d, s| {
+        w.rotation.launch(d, &module, &launch, s)
     })?;
-    let timing = time_graph(dev, &graph, w.steps, budget)?;
-    drop(graph);
     Ok(KdaMeasure {
         timing,
         resources: module.resources(),

@@ -86,7 +86,7 @@ pub fn check_workload(
                     errors,
                 }
             })?;
-            w.launch(dev, &module, &launch, step)?;
+            w.rotation.launch(dev, &module, &launch, step)?;
             let actual = w.actual(dev)?;
             let report = compare(&cfg, &args, &actual, &expected);
             if !report.passed() {

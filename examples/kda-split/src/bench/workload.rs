@@ -4,26 +4,22 @@
 //! graph rotate through so that successive steps never find their state in
 //! L2.
 //!
-//! Group `g` is one slot table: request `r`, token `j` → slot
-//! `pool[g·B·T + r·T + j]`, `pool` a seeded shuffle of `1..S` (slot 0 is the
-//! null block). Step `s` of a graph uses group `s mod groups`. Every request
-//! is active (no padding, no write holes), so each step reads one state page
-//! and writes `T` per request and head: `B·H·64 KiB·(1 + T)` bytes of state.
+//! The slot groups, their tables and the plan are [`kda_host::bench`]'s
+//! (shared with `decode-bench`). Every request is active (no padding, no
+//! write holes), so each step reads one state page and writes `T` per
+//! request and head: `B·H·64 KiB·(1 + T)` bytes of state.
 
 use half::bf16;
 use kda_host::KernelArgs;
+pub use kda_host::bench::{BenchDevice, Plan};
+use kda_host::bench::{GEN_REQUESTS, Rotation, bad_outputs, gather_rows, slot_tables};
 use kda_ir::{Kernel, Scalar};
-use kda_runtime::{
-    CudaDevice, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, SimDevice, TensorShape,
-};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
+use kda_runtime::{Device, ErasedArg, Launch, LaunchConfig, RuntimeError, TensorShape};
 
-use crate::args::{Arg, DType, HostData, HostTensor, KdaArgs, contiguous_strides};
+use crate::args::{Arg, DType, HostTensor, KdaArgs, contiguous_strides};
 use crate::compare::Actual;
 use crate::config::{HEAD_DIM, KdaConfig};
-use crate::generator::{GenOptions, OUTPUT_SENTINEL, generate};
+use crate::generator::{GenOptions, generate};
 use crate::run::{kernel_for, tensor_args};
 
 use super::kernels::{FILL_MAX, fill, fill_kernel};
@@ -38,24 +34,6 @@ const CONV_AMP: f32 = 1.73;
 /// Two groups of state beyond this are not worth the memory: one group
 /// alone is then far larger than L2.
 const TWO_GROUP_LIMIT: usize = 8 << 30;
-
-/// A device the benchmark can allocate scratch memory on without a host copy.
-pub trait BenchDevice: Device {
-    /// A new buffer of `bytes` bytes (zeros; the benchmark fills it).
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError>;
-}
-
-impl BenchDevice for CudaDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.alloc_zeroed(bytes)
-    }
-}
-
-impl BenchDevice for SimDevice {
-    fn alloc(&self, bytes: usize) -> Result<Self::Buffer, RuntimeError> {
-        self.upload(&vec![0; bytes])
-    }
-}
 
 /// heads × batch × tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -88,34 +66,16 @@ impl std::fmt::Display for Point {
     }
 }
 
-/// How much state to rotate through and how many steps a graph holds.
-#[derive(Clone, Copy, Debug)]
-pub struct Plan {
-    /// The slot groups together hold at least this many bytes of state
-    /// (4 × L2 on the GPU).
-    pub rotate_bytes: usize,
-    /// At least two groups (so consecutive steps touch different slots)
-    /// unless two groups would exceed `TWO_GROUP_LIMIT`.
-    pub min_groups: usize,
-    /// Steps per graph: at least this, and at least one per group.
-    pub min_steps: usize,
-    pub seed: u64,
-}
-
-impl Plan {
-    /// `(groups, steps)` for `point`.
-    pub fn shape(&self, point: &Point) -> (usize, usize) {
-        let group = point.slots_per_group() * point.slot_bytes();
-        let mut groups = self
-            .rotate_bytes
-            .div_ceil(group)
-            .max(self.min_groups)
-            .max(1);
-        if groups * group > TWO_GROUP_LIMIT && self.rotate_bytes <= group {
-            groups = 1;
-        }
-        (groups, groups.max(self.min_steps))
+/// `(groups, steps)` of `point`'s workload under `plan`
+/// ([`Plan::shape`]), but one group where two would exceed
+/// `TWO_GROUP_LIMIT` and one already holds `plan.rotate_bytes`.
+pub fn rotation(plan: &Plan, point: &Point) -> (usize, usize) {
+    let group = point.slots_per_group() * point.slot_bytes();
+    let mut groups = plan.groups(group);
+    if groups * group > TWO_GROUP_LIMIT && plan.rotate_bytes <= group {
+        groups = 1;
     }
+    (groups, plan.steps(groups))
 }
 
 /// The tensors of one point on a device, ready for launches of any schedule.
@@ -131,40 +91,15 @@ pub struct Workload<D: Device> {
     pub args: KdaArgs,
     /// Shapes of the tensors as launched (`S` slots).
     pub shapes: Vec<TensorShape>,
-    /// The kernel parameter name of each tensor (`KernelArgs::named_tensors`).
-    names: Vec<&'static str>,
-    /// One per tensor, as `names`; the `slots` entry is unused (see `tables`).
-    buffers: Vec<D::Buffer>,
-    /// The slot table of each group, as host tensors and on the device.
+    /// Every tensor under its kernel parameter name on the device
+    /// (`KernelArgs::named_tensors`), and each group's slot table.
+    pub rotation: Rotation<D::Buffer>,
+    /// The slot table of each group, as host tensors.
     pub host_tables: Vec<HostTensor>,
-    tables: Vec<D::Buffer>,
-    /// Positions of these arguments in `names`.
-    slots_at: usize,
+    /// Positions of these arguments in `rotation.names`.
     state_at: usize,
     conv_at: usize,
     output_at: usize,
-}
-
-/// Requests the generator draws; larger batches repeat them.
-const GEN_REQUESTS: usize = 16;
-
-/// `t` with `rows` rows, row `r` a copy of row `src(r)` (row-major 2-D or 1-D).
-fn gather_rows(t: &HostTensor, rows: usize, src: impl Fn(usize) -> usize) -> HostTensor {
-    let t = t.to_contiguous();
-    let cols: usize = t.shape()[1..].iter().product();
-    fn pick<T: Copy>(v: &[T], rows: usize, cols: usize, src: &dyn Fn(usize) -> usize) -> Vec<T> {
-        (0..rows)
-            .flat_map(|r| v[src(r) * cols..(src(r) + 1) * cols].iter().copied())
-            .collect()
-    }
-    let data: HostData = match t.data() {
-        HostData::Bf16(v) => pick(v, rows, cols, &src).into(),
-        HostData::F32(v) => pick(v, rows, cols, &src).into(),
-        HostData::I32(v) => pick(v, rows, cols, &src).into(),
-    };
-    let mut shape = t.shape().to_vec();
-    shape[0] = rows;
-    HostTensor::new(data, shape).expect("gathered rows fill the shape")
 }
 
 /// Grow a generated launch of `b0` requests to `b`: request `r` takes the
@@ -212,7 +147,7 @@ impl<D: BenchDevice> Workload<D> {
     /// state on `dev` and upload everything else.
     pub fn new(dev: &D, point: Point, plan: &Plan) -> Result<Self, RuntimeError> {
         let (h, b, t) = (point.heads, point.batch as usize, point.tokens);
-        let (groups, steps) = plan.shape(&point);
+        let (groups, steps) = rotation(plan, &point);
         let per_group = point.slots_per_group();
         let num_slots = groups * per_group + 1;
         // Generate GEN_REQUESTS requests and repeat them: the generator draws
@@ -255,15 +190,7 @@ impl<D: BenchDevice> Workload<D> {
         });
 
         // Slot tables.
-        let mut pool: Vec<i32> = (1..num_slots as i32).collect();
-        pool.shuffle(&mut ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5107));
-        let host_tables: Vec<HostTensor> = pool
-            .chunks_exact(per_group)
-            .map(|group| {
-                let shape = args.slots.shape().to_vec();
-                HostTensor::new(group.to_vec(), shape).expect("B·T slots per table")
-            })
-            .collect();
+        let host_tables = slot_tables(num_slots, per_group, args.slots.shape(), plan.seed);
         let tables = host_tables
             .iter()
             .map(|t| dev.upload(&bytes_of(t)))
@@ -321,11 +248,13 @@ impl<D: BenchDevice> Workload<D> {
             num_slots,
             args,
             shapes,
-            names,
-            buffers,
+            rotation: Rotation {
+                names,
+                buffers,
+                tables,
+                slot_at: slots_at,
+            },
             host_tables,
-            tables,
-            slots_at,
             state_at,
             conv_at,
             output_at,
@@ -340,10 +269,11 @@ impl<D: BenchDevice> Workload<D> {
         })?;
         // Bound by name, with the S-slot shapes (the host args hold one slot).
         let tensors: Vec<(&str, Option<ErasedArg<'_, D>>)> = self
+            .rotation
             .names
             .iter()
             .zip(self.args.tensors())
-            .zip(self.shapes.iter().zip(&self.buffers))
+            .zip(self.shapes.iter().zip(&self.rotation.buffers))
             .map(|((&name, t), (shape, buf))| {
                 let dtype = crate::run::scalar(t.dtype());
                 let shape = shape.clone();
@@ -356,65 +286,28 @@ impl<D: BenchDevice> Workload<D> {
         Ok((kernel, bound.config(Launch::grid(grid).pdl(true))))
     }
 
-    /// The buffers of step `step` (its group's slot table) in the order of
-    /// the kernel `module` runs, matched by parameter name.
-    pub fn tensors(
-        &self,
-        dev: &D,
-        module: &D::Module,
-        step: usize,
-    ) -> Result<Vec<&D::Buffer>, RuntimeError> {
-        let kernel = dev.module_kernel(module);
-        kernel
-            .tensors
-            .values()
-            .map(|t| match self.names.iter().position(|&n| n == t.name) {
-                Some(i) if i == self.slots_at => Ok(&self.tables[step % self.groups]),
-                Some(i) => Ok(&self.buffers[i]),
-                None => Err(RuntimeError::BadLaunch {
-                    kernel: kernel.name.clone(),
-                    msg: format!("the bench has no tensor `{}`", t.name),
-                }),
-            })
-            .collect()
-    }
-
-    /// Launch step `step`.
-    pub fn launch(
-        &self,
-        dev: &D,
-        module: &D::Module,
-        launch: &LaunchConfig,
-        step: usize,
-    ) -> Result<(), RuntimeError> {
-        dev.launch(module, launch, &self.tensors(dev, module, step)?)
-    }
-
     /// Refill `output` with the generator's sentinel (every element must be
     /// overwritten by the next step).
     pub fn poison_output(&mut self, dev: &D) -> Result<(), RuntimeError> {
-        self.buffers[self.output_at] = dev.upload(&bytes_of(&self.args.output))?;
+        self.rotation.buffers[self.output_at] = dev.upload(&bytes_of(&self.args.output))?;
         Ok(())
     }
 
     /// Download `output`: the number of elements that are not finite or still
     /// hold the sentinel (0 when the last step wrote every element).
     pub fn bad_outputs(&self, dev: &D) -> Result<usize, RuntimeError> {
-        let out = dev.download(&self.buffers[self.output_at])?;
-        Ok(out
-            .chunks_exact(2)
-            .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32())
-            .filter(|v| !v.is_finite() || *v == OUTPUT_SENTINEL)
-            .count())
+        Ok(bad_outputs(
+            &dev.download(&self.rotation.buffers[self.output_at])?,
+        ))
     }
 
     /// The whole launch of step `step` on the host, with the device's current
     /// state and conv state (downloads them: for small points only).
     pub fn host_args(&self, dev: &D, step: usize) -> Result<KdaArgs, RuntimeError> {
         let mut args = self.args.clone();
-        let state = dev.download(&self.buffers[self.state_at])?;
-        let conv = dev.download(&self.buffers[self.conv_at])?;
-        let output = dev.download(&self.buffers[self.output_at])?;
+        let state = dev.download(&self.rotation.buffers[self.state_at])?;
+        let conv = dev.download(&self.rotation.buffers[self.conv_at])?;
+        let output = dev.download(&self.rotation.buffers[self.output_at])?;
         args.state = HostTensor::new(f32s(&state), self.shapes[self.state_at].shape.clone())
             .expect("state shape");
         args.conv_state = HostTensor::new(bf16s(&conv), self.shapes[self.conv_at].shape.clone())
@@ -428,10 +321,10 @@ impl<D: BenchDevice> Workload<D> {
     /// What the kernel wrote, as [`Actual`] (downloads the whole state).
     pub fn actual(&self, dev: &D) -> Result<Actual, RuntimeError> {
         Ok(Actual {
-            output: bf16s(&dev.download(&self.buffers[self.output_at])?),
+            output: bf16s(&dev.download(&self.rotation.buffers[self.output_at])?),
             output_f32: None,
-            state: f32s(&dev.download(&self.buffers[self.state_at])?),
-            conv_state: bf16s(&dev.download(&self.buffers[self.conv_at])?),
+            state: f32s(&dev.download(&self.rotation.buffers[self.state_at])?),
+            conv_state: bf16s(&dev.download(&self.rotation.buffers[self.conv_at])?),
         })
     }
 }

@@ -7,7 +7,7 @@
 
 use kda_host::testing::{Agreement, Verdict, run_matrix};
 use kda_runtime::{Device, SimDevice};
-use mamba2_decode::kernel::{MAX_CLUSTER, Schedule};
+use mamba2_decode::kernel::Schedule;
 use mamba2_decode::run::{RunError, run_with};
 use mamba2_decode::{
     ConvLayout, DtBias, GenOptions, Mamba2Args, Mamba2Config, compare, generate, reference,
@@ -39,15 +39,7 @@ pub const fn point(heads: u32, n_groups: u32, head_dim: u32, d_state: u32) -> Po
         padding: 0.25,
         weights_f32: false,
         layout: ConvLayout::Ds,
-        schedule: Schedule {
-            max_cluster: MAX_CLUSTER,
-            chunks: 0,
-            wave: 0,
-            min_blocks: 0,
-            evict: false,
-            early: false,
-            trigger_at_entry: false,
-        },
+        schedule: Schedule::DEFAULT,
     }
 }
 
