@@ -82,3 +82,38 @@ fn comptime_branches_pick_one_side() {
     assert_eq!(count(&a, "max "), 0, "{a}");
     assert_eq!(count(&a, "fconst 1.0"), 0, "{a}");
 }
+
+/// One row's chain stated once; `wave` (a comptime value here) groups the
+/// rows: per wave, every row's load, then every row's store.
+#[cluster_kernel(block = 32, wave = wave)]
+fn waves(#[comptime] wave: u32, x: Tensor<f32, rows, 32>, y: Tensor<f32, rows, 32>) {
+    let t = thread_idx();
+    let mut loaded = regs!([f32; 3]);
+    chains(3, 2, |r, phase| match phase {
+        0 => loaded[r] = x[[r as u32, t]],
+        _ => y[[r as u32, t]] = loaded[r],
+    });
+}
+
+#[test]
+fn chains_issue_their_phases_wave_by_wave() {
+    for (wave, order) in [(1, "lslsls"), (2, "llssls"), (3, "lllsss"), (8, "lllsss")] {
+        let text = write_kernel(&waves(wave));
+        let issued: String = text
+            .lines()
+            .filter_map(|l| match () {
+                _ if l.contains("= ld.global t0") => Some('l'),
+                _ if l.contains("st.global t1") => Some('s'),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(issued, order, "wave {wave}:\n{text}");
+        assert!(text.contains(&format!(" wave={wave} {{")), "{text}");
+    }
+}
+
+#[test]
+#[should_panic(expected = "`wave = 0`: a wave issues at least one row chain")]
+fn a_wave_of_no_chains_is_a_trace_error() {
+    let _ = waves(0);
+}

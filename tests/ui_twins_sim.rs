@@ -263,6 +263,13 @@ mod syntax_x_evict_first_not_a_tensor {
     include!("ui/syntax/pass/evict-first-not-a-tensor.rs");
 }
 #[allow(clippy::all)]
+mod syntax_x_zero_wave {
+    pub(super) fn build() -> kda::ir::Kernel {
+        rows(2)
+    }
+    include!("ui/syntax/pass/zero-wave.rs");
+}
+#[allow(clippy::all)]
 mod tx_bytes_x_arrive_expect_tx {
     pub(super) fn build() -> kda::ir::Kernel {
         exchange()
@@ -507,6 +514,10 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/syntax/pass/evict-first-not-a-tensor.rs",
             syntax_x_evict_first_not_a_tensor::build(),
+        ),
+        (
+            "tests/ui/syntax/pass/zero-wave.rs",
+            syntax_x_zero_wave::build(),
         ),
         (
             "tests/ui/tx-bytes/pass/arrive-expect-tx.rs",

@@ -17,6 +17,7 @@ mod arith;
 mod control;
 mod hw;
 mod mem;
+mod sched;
 mod sync;
 mod trace;
 mod val;
@@ -33,6 +34,7 @@ pub use hw::{block_idx, cluster_rank, grid_dim, lane_id, thread_idx};
 pub use mem::{
     AtomicElem, IntoIx, Ix, Regs, Shared, SharedIndex, StoreValue, Tensor, TensorIndex, ix,
 };
+pub use sched::chains;
 pub use sync::{
     Barrier, Barriers, Dest, RingIndex, Role, bar_sync, bulk_commit, bulk_wait, bulk_wait_read,
     cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, cp_async_commit,
@@ -45,7 +47,7 @@ pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, sync_warp, warp_sum};
 pub mod prelude {
     pub use super::{
         Barrier, Regs, Role, Shared, Tensor, Val, bar_sync, bf16, block_idx, bulk_commit,
-        bulk_wait, bulk_wait_read, cluster_arrive, cluster_arrive_relaxed, cluster_rank,
+        bulk_wait, bulk_wait_read, chains, cluster_arrive, cluster_arrive_relaxed, cluster_rank,
         cluster_sync, cluster_wait, cp_async_commit, cp_async_wait, elect, fence_mbarrier_init,
         fence_proxy_async, fma, fma_ftz, fma_with, grid_dim, ix, lane_id, mma, pack, pdl_trigger,
         pdl_wait, range, select, shfl_bfly, shfl_idx, sync_warp, thread_idx, val, warp_sum,

@@ -72,6 +72,16 @@ pub fn trigger_at_entry(flag: bool) {
     emit(|b| b.set_trigger_at_entry(flag))
 }
 
+/// `wave = n`: issue the row chains of `chains(..)` `n` at a time.
+#[track_caller]
+pub fn wave(n: u32) {
+    assert!(
+        n > 0,
+        "kda: `wave = 0`: a wave issues at least one row chain (`chains(..)`); `wave = 1` issues them one at a time"
+    );
+    emit(|b| b.set_wave(n))
+}
+
 /// `#[evict_first(..)]` on a tensor parameter: ask the scheduler to give
 /// every global access of `t` the L2 evict-first policy, or not.
 pub fn evict_first(t: kda_ir::Tensor, on: bool) {

@@ -107,6 +107,12 @@ impl Builder {
         }
     }
 
+    /// Issue row chains `wave` at a time
+    /// ([`ScheduleHints::wave`](crate::kernel::ScheduleHints::wave)).
+    pub fn set_wave(&mut self, wave: u32) {
+        self.k.schedule.wave = Some(wave);
+    }
+
     /// Start every warp at `regs` registers per thread (`.maxnreg`; see
     /// [`Kernel::max_regs`]). Set it before the first region of a role with a
     /// register budget: that region's `setmaxnreg` moves from it.

@@ -207,6 +207,14 @@ pub struct ScheduleHints {
     /// its accesses once and the policy is chosen here (the seed's `evict`
     /// on the staged state). In declaration order, each once.
     pub evict_first: Vec<Tensor>,
+    /// How many independent row chains are issued together: a program that
+    /// states one chain in phases (`kda::dsl::chains`) has the phases of
+    /// `wave` chains issued one phase after the other, then those of the
+    /// next `wave` (the seed's waves of state-row passes: fewer rows live at
+    /// once when the state is staged in shared memory). The trace applies it
+    /// as it emits the chains; it is kept here so the dump shows the grouping
+    /// (no pass reads it). `None`: every chain in one wave. At least 1.
+    pub wave: Option<u32>,
 }
 
 /// Where a value is defined.

@@ -82,6 +82,9 @@ fn write_kernel_to(
         w.push_str(if n == 0 { " evict_first=" } else { "," });
         write!(w, "{t}")?;
     }
+    if let Some(n) = k.schedule.wave {
+        write!(w, " wave={n}")?;
+    }
     writeln!(w, " {{")?;
     for (s, d) in k.syms.iter() {
         writeln!(w, "  sym {s} {:?}", d.name)?;

@@ -188,3 +188,27 @@ fn the_evict_first_hint_names_declared_tensors_once() {
     assert_ok(&hinted(&|x| vec![x]));
     assert_ok(&hinted(&|_| vec![]));
 }
+
+#[test]
+fn the_wave_hint_is_at_least_one() {
+    let waved = |wave: Option<u32>| {
+        let mut k = Builder::new(
+            "t",
+            LaunchDecl {
+                block: 32,
+                cluster: 1,
+                min_blocks_per_sm: None,
+            },
+        )
+        .finish();
+        k.schedule.wave = wave;
+        k
+    };
+    assert_err(
+        &waved(Some(0)),
+        "the wave hint is 0; a wave issues at least one row chain",
+    );
+    assert_ok(&waved(Some(1)));
+    assert_ok(&waved(Some(4)));
+    assert_ok(&waved(None));
+}

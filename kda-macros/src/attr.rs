@@ -10,7 +10,7 @@ use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
 /// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., max_regs = ..,
-/// early = .., trigger_at_entry = .., name = "..")]`.
+/// early = .., trigger_at_entry = .., wave = .., name = "..")]`.
 /// The values are Rust expressions evaluated when the kernel is traced, so
 /// they may use the `#[comptime]` parameters.
 pub struct Launch {
@@ -24,6 +24,9 @@ pub struct Launch {
     pub trigger_at_entry: Option<Expr>,
     /// `.maxnreg`: the registers per thread every warp starts with.
     pub max_regs: Option<Expr>,
+    /// Row chains issued together (`kda::ir::ScheduleHints::wave`, applied
+    /// by `kda::dsl::chains`).
+    pub wave: Option<Expr>,
     pub name: Option<LitStr>,
 }
 
@@ -35,6 +38,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
         early: None,
         trigger_at_entry: None,
         max_regs: None,
+        wave: None,
         name: None,
     };
     let parsed = match Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(args) {
@@ -56,6 +60,8 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             &mut out.min_blocks
         } else if nv.path == MAX_REGS {
             &mut out.max_regs
+        } else if nv.path == WAVE {
+            &mut out.wave
         } else if nv.path == EARLY || nv.path == TRIGGER_AT_ENTRY {
             let hint = if nv.path == EARLY {
                 &mut out.early
@@ -85,7 +91,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             cx.error_spanned_by(
                 &nv.path,
                 format!(
-                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `max_regs`, `early`, `trigger_at_entry` or `name`",
+                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `max_regs`, `early`, `trigger_at_entry`, `wave` or `name`",
                     nv.path.get_ident().map_or_else(|| "?".to_string(), |i| i.to_string())
                 ),
             );

@@ -144,6 +144,12 @@ fn expand(k: Kernel) -> TokenStream {
         let rt = rt(span);
         quote_spanned!(span=> #rt::trigger_at_entry(#e);)
     });
+    let wave = launch.wave.as_ref().map(|w| {
+        let span = w.span();
+        let rt = rt(span);
+        let w = count(w, "wave");
+        quote_spanned!(span=> #rt::wave(#w);)
+    });
     let max_regs = launch.max_regs.as_ref().map(|m| {
         let span = m.span();
         let rt = rt(span);
@@ -282,6 +288,7 @@ fn expand(k: Kernel) -> TokenStream {
             let __kda_trace = #rtc::Trace::begin(#name, #rtc::launch(#block, #cluster, #min_blocks));
             #early
             #trigger_at_entry
+            #wave
             #max_regs
             #(#sym_decls)*
             #(#decl_tokens)*

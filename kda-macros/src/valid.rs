@@ -88,6 +88,14 @@ fn check_launch(cx: &Ctxt, k: &Kernel) {
     {
         cx.error_spanned_by(m, "`min_blocks = 0`: at least one block per SM");
     }
+    if let Some(w) = &k.launch.wave
+        && const_eval(w) == Some(0)
+    {
+        cx.error_spanned_by(
+            w,
+            "`wave = 0`: a wave issues at least one row chain (`chains(..)`); `wave = 1` issues them one at a time",
+        );
+    }
 }
 
 fn kind_name(d: Decl) -> &'static str {

@@ -245,8 +245,9 @@ impl KdaConfig {
         self.rows().div_ceil(self.groups())
     }
 
-    /// Passes updated per wave: at most 4 when the state is staged in shared
-    /// memory (frees the registers that held the rows), else all of them.
+    /// Passes updated per wave (the kernel's `wave` schedule hint): at most 4
+    /// when the state is staged in shared memory (frees the registers that
+    /// held the rows), else all of them.
     pub fn wave(&self) -> u32 {
         if self.staged() {
             self.passes().min(4)

@@ -19,7 +19,11 @@
 //! reads and writes `state` without a cache policy: the seed's `evict`
 //! (L2 evict-first on the staged state's bulk copy and write-back) is the
 //! parameter's `#[evict_first(..)]` hint, which the scheduler applies to
-//! every access of it.
+//! every access of it. The delta rule states one value row's chain once, in
+//! phases (`chains(..)`: load, decay and S·k̂, update and S·q̂, send and
+//! store); how many rows are issued side by side (the seed's waves of
+//! passes, at most 4 when the state is staged in shared memory) is the
+//! `wave = ..` hint.
 
 use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
@@ -49,7 +53,8 @@ fn occupancy(cfg: &KdaConfig) -> Option<u32> {
     cluster = cfg.cluster(),
     min_blocks = occupancy(cfg),
     early = cfg.early(),
-    trigger_at_entry = cfg.trigger_at_entry()
+    trigger_at_entry = cfg.trigger_at_entry(),
+    wave = cfg.wave()
 )]
 pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     #[comptime] cfg: &KdaConfig,
@@ -246,7 +251,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
             }
             bar_sync(1, 128);
 
-            // ---- per token: operands, then the delta rule in waves of passes
+            // ---- per token: operands, then the delta rule, one row's chain in phases
             for tok in 0..t_n as usize {
                 let r = |i: usize| reductions[[tok, i]];
                 let norm = |o| (((r(o) + r(o + 2)) + (r(o + 1) + r(o + 3))) + 1.0e-6).fast_rsqrt();
@@ -279,11 +284,11 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                     full.wait();
                 }
                 let (owner, slot) = (tok as u32 % c_n, tok / c_n as usize);
-                let wave = cfg.wave() as usize;
-                for start in (0..passes).step_by(wave) {
-                    let span = start..(start + wave).min(passes);
-                    if let Some(staged) = staged {
-                        for p in span.clone() {
+                let (mut dots, mut outs) = (regs!([f32; passes]), regs!([f32; passes]));
+                chains(passes, 4, |p, phase| match phase {
+                    // the row from shared memory (staged state)
+                    0 => {
+                        if let Some(staged) = staged {
                             for j in 0..chunks {
                                 let v4 = staged.load4(safe_row[p] * 128 + column(j));
                                 for e in 0..4 {
@@ -293,45 +298,40 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                         }
                     }
                     // decay, then u = S·k̂ summed over the row's lanes
-                    let mut dots = Vec::new();
-                    for p in span.clone() {
+                    1 => {
                         for j in 0..chunks {
                             for e in 0..4 {
                                 history[[p, j, e]] *= dk[[j, e]];
                             }
                         }
-                        dots.push(warp_sum(row_dot(&history, &kr, p, fast), lanes));
+                        dots[p] = warp_sum(row_dot(&history, &kr, p, fast), lanes);
                     }
                     // δ = (v − u)·β; S += δ k̂ᵀ; o = S·q̂
-                    let mut outs = Vec::new();
-                    for (n, p) in span.clone().enumerate() {
-                        let delta = (v[[tok, safe_row[p]]] - dots[n]) * betas[tok];
+                    2 => {
+                        let delta = (v[[tok, safe_row[p]]] - dots[p]) * betas[tok];
                         for j in 0..chunks {
                             for e in 0..4 {
                                 history[[p, j, e]] =
                                     fma_with(kr[[j, e]], delta, history[[p, j, e]], fast);
                             }
                         }
-                        outs.push(warp_sum(row_dot(&history, &qr, p, fast), lanes));
+                        outs[p] = warp_sum(row_dot(&history, &qr, p, fast), lanes);
                     }
-                    // o rows to the token's owner; the new state rows to memory
-                    for (n, p) in span.clone().enumerate() {
+                    // o to the token's owner; the new state row to memory
+                    _ => {
                         let masked = (p as u32 + 1) * groups > rows;
                         let valid = row[p] < rows;
                         let leader = group_lane == 0;
-                        let o = outs[n];
+                        let o = outs[p];
                         if if masked { leader & valid } else { leader } {
                             let pos = output_position(value_base + row[p]);
                             send!(out[[slot, pos]] = o, to = owner, completes = out_full[slot]);
                         }
                         let write = writes[tok];
                         let live = if t_n > 1 { Some(write > 0) } else { None };
-                        let pred = match (masked, live) {
-                            (false, None) => None,
-                            (true, None) => Some(valid),
-                            (false, Some(l)) => Some(l),
-                            (true, Some(l)) => Some(valid & l),
-                        };
+                        // store where the row is real and the write slot live
+                        let pred = [masked.then_some(valid), live].into_iter().flatten();
+                        let pred = pred.reduce(|a, b| a & b);
                         for j in 0..chunks {
                             let idx = [
                                 ix(write),
@@ -346,7 +346,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                             }
                         }
                     }
-                }
+                });
             }
 
             // ---- conv state: [tap 1, tap 2, inputs..] of the v rows here, of

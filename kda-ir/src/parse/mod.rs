@@ -508,6 +508,15 @@ impl Parser {
                 }
             }
         }
+        if self.eat_ident("wave") {
+            self.expect('=')?;
+            let pos = self.pos();
+            let n = self.u32()?;
+            if n == 0 {
+                return err(pos, "wave=0: a wave issues at least one row chain");
+            }
+            self.k.schedule.wave = Some(n);
+        }
         self.expect('{')?;
         let body = self.k.body;
         self.statements(body, true)?;

@@ -245,6 +245,32 @@ fn the_evict_first_hint_names_declared_tensors_in_order() {
 }
 
 #[test]
+fn the_wave_hint_comes_last_and_is_positive() {
+    let decls = "  tensor t0 \"x\": f32[32] strides[1] ready read align 4  ; @<kda>:0:0\n";
+    for (hint, wave) in [
+        ("", None),
+        (" wave=1", Some(1)),
+        (" early wave=4", Some(4)),
+        (" evict_first=t0 wave=2", Some(2)),
+    ] {
+        let text = format!("kernel k block=32 cluster=1{hint} {{\n{decls}}}\n");
+        let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(k.schedule.wave, wave, "{hint}");
+        assert_eq!(write_kernel(&k), text);
+    }
+    for (hint, msg) in [
+        (" wave=0", "wave=0: a wave issues at least one row chain"),
+        (" wave", "expected `=`"),
+        (" wave=2 early", "expected `{`"),
+        (" wave=2 evict_first=t0", "expected `{`"),
+    ] {
+        let text = format!("kernel k block=32 cluster=1{hint} {{\n{decls}}}\n");
+        let e = parse_kernel(&text).expect_err(&text).to_string();
+        assert!(e.contains(msg), "{hint}: {e}");
+    }
+}
+
+#[test]
 fn errors_point_at_the_token() {
     let cases = [
         (

@@ -86,10 +86,17 @@ fn tensors(cx: &mut Ctx) {
     }
 }
 
-/// The schedule hints name declared tensors, each once.
+/// The schedule hints name declared tensors, each once, and a wave holds
+/// at least one row chain.
 fn hints(cx: &mut Ctx) {
     let k = cx.k;
     let here = Loc::synthetic();
+    if k.schedule.wave == Some(0) {
+        cx.decl_error(
+            &here,
+            "the wave hint is 0; a wave issues at least one row chain",
+        );
+    }
     let hinted = &k.schedule.evict_first;
     for (n, &t) in hinted.iter().enumerate() {
         if k.tensors.get(t).is_none() {
