@@ -74,7 +74,6 @@ pub fn run_checked<D: Device>(
     tiles: u32,
     max_grid: Option<u32>,
 ) -> Result<Ran, RunError> {
-    let (a, b) = (0.5f32, 3.0f32);
     let module = dev.load(&pipelined_copy(ring))?;
     let xs = input(tiles, ring.tile);
     let shape = [tiles as usize, ring.tile as usize];
@@ -87,37 +86,40 @@ pub fn run_checked<D: Device>(
     }
     let grid = launch.grid[0];
     let queue = work_queue(dev, ring)?;
-    let args = pipelined_copy::Args::<D> {
-        x: x.arg(),
-        y: y.arg(),
-        tiles,
-        a,
-        b,
-        queue: queue.as_ref().map(|q| q.arg()),
-    };
-    // Twice: the first launch must leave the work queue at 0 for the next.
-    for _ in 0..2 {
-        args.launch(dev, &module, launch)?;
-    }
-    if let Some(q) = &queue
-        && q.to_vec(dev)? != [0]
-    {
-        return Err(RunError::QueueLeft {
-            ring: *ring,
+    // Two launches with different `b`, each checked in full: the second
+    // runs on the work queue the first left (it must be back at 0), and
+    // cannot pass on the first one's output.
+    for (a, b) in [(0.5f32, 3.0f32), (0.5, -5.0)] {
+        pipelined_copy::Args::<D> {
+            x: x.arg(),
+            y: y.arg(),
             tiles,
-            left: q.to_vec(dev)?[0],
-        });
-    }
-    let got = y.to_vec(dev)?;
-    let want = reference(&xs, a, b);
-    if let Some(index) = (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
-        return Err(RunError::Mismatch {
-            ring: *ring,
-            tiles,
-            index,
-            got: got[index],
-            want: want[index],
-        });
+            a,
+            b,
+            queue: queue.as_ref().map(|q| q.arg()),
+        }
+        .launch(dev, &module, launch)?;
+        if let Some(q) = &queue {
+            let left = q.to_vec(dev)?[0];
+            if left != 0 {
+                return Err(RunError::QueueLeft {
+                    ring: *ring,
+                    tiles,
+                    left,
+                });
+            }
+        }
+        let got = y.to_vec(dev)?;
+        let want = reference(&xs, a, b);
+        if let Some(index) = (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+            return Err(RunError::Mismatch {
+                ring: *ring,
+                tiles,
+                index,
+                got: got[index],
+                want: want[index],
+            });
+        }
     }
     Ok(Ran { grid })
 }
