@@ -39,6 +39,13 @@ mod divergent_collective_x_shuffle_in_lane_branch {
     include!("ui/divergent-collective/pass/shuffle-in-lane-branch.rs");
 }
 #[allow(clippy::all)]
+mod divergent_collective_x_shuffle_from_varying_lane {
+    pub(super) fn build() -> kda::ir::Kernel {
+        leaders()
+    }
+    include!("ui/divergent-collective/pass/shuffle-from-varying-lane.rs");
+}
+#[allow(clippy::all)]
 mod divergent_collective_x_through_bindings {
     pub(super) fn build() -> kda::ir::Kernel {
         norms()
@@ -392,6 +399,10 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/divergent-collective/pass/shuffle-in-lane-branch.rs",
             divergent_collective_x_shuffle_in_lane_branch::build(),
+        ),
+        (
+            "tests/ui/divergent-collective/pass/shuffle-from-varying-lane.rs",
+            divergent_collective_x_shuffle_from_varying_lane::build(),
         ),
         (
             "tests/ui/divergent-collective/pass/through-bindings.rs",

@@ -814,7 +814,8 @@ fn check_collectives_converged(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
             format!(
                 "{what} inside thread-divergent control flow: `{}` differs between the lanes of a warp, so not \
                  every lane reaches it; move it out of the branch, or branch on a warp-uniform value (a comptime \
-                 value, `block_idx`, `cluster_rank`, the warp index `thread_idx() / 32`) or a role",
+                 value, `block_idx`, `cluster_rank`, the warp index `thread_idx() / 32`, a broadcast \
+                 `shfl_idx(v, 0)`) or a role",
                 d.cond
             ),
         );
