@@ -9,7 +9,8 @@
 //!   Mamba-2 2.7B). At batch 128 every schedule of the kernel's sweep list
 //!   (`gdn_decode::kernel::sweep_schedules`,
 //!   `mamba2_decode::kernel::sweep_schedules`); at batch 1, 64 and 512 the
-//!   default schedule.
+//!   default schedule and the run's best at batch 128 ([`best_row`]), so a
+//!   change of default can be judged at every batch.
 //! * **Workload** ([`workload`]): the state lives in slot groups totalling
 //!   ≥ 4 × L2 (read from the device), at least three; a graph holds
 //!   `max(groups, 32)` PDL-chained steps, step `s` on group `s mod groups`,
@@ -38,7 +39,8 @@ use workload::{Plan, Workload, plan_for_l2};
 
 /// Requests of the generated launch each schedule is checked on.
 pub const CHECK_REQUESTS: usize = 8;
-/// Batches at which only the default schedule is measured.
+/// Batches at which only the default schedule and the best at
+/// [`SWEEP_BATCH`] are measured.
 pub const DEFAULT_ONLY_BATCHES: [usize; 3] = [1, 64, 512];
 /// The batch every schedule is measured at.
 pub const SWEEP_BATCH: usize = 128;
@@ -209,14 +211,7 @@ impl Results {
             }
         }
         for k in kernels {
-            let candidates = self.rows.iter().filter(|r| {
-                r.kernel == k
-                    && r.batch == SWEEP_BATCH
-                    && !r.is_bad()
-                    && r.checked == Some(Checked::Passed)
-            });
-            let best = candidates
-                .max_by(|a, b| a.tbps().unwrap_or(0.0).total_cmp(&b.tbps().unwrap_or(0.0)));
+            let best = best_row(&self.rows, k);
             let default = self
                 .rows
                 .iter()
@@ -290,11 +285,25 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
         SWEEP_BATCH,
         &mamba2_decode::kernel::sweep_schedules(),
     );
+    // The default and this run's best at batch 128, at the other batches:
+    // what a change of default would gain or lose there.
+    let gdn_pairs: Vec<_> = gdn
+        .iter()
+        .map(|g| {
+            let list = gdn_decode::kernel::sweep_schedules(g.cfg.tokens);
+            sweep.default_and_best(g, gdn_decode::kernel::Schedule::default(), &list)
+        })
+        .collect();
+    let mamba_pair = sweep.default_and_best(
+        &mamba,
+        mamba2_decode::kernel::Schedule::default(),
+        &mamba2_decode::kernel::sweep_schedules(),
+    );
     for batch in DEFAULT_ONLY_BATCHES {
-        for g in &gdn {
-            sweep.point(g, batch, &[gdn_decode::kernel::Schedule::default()]);
+        for (g, pair) in gdn.iter().zip(&gdn_pairs) {
+            sweep.point(g, batch, pair);
         }
-        sweep.point(&mamba, batch, &[mamba2_decode::kernel::Schedule::default()]);
+        sweep.point(&mamba, batch, &mamba_pair);
     }
     Results {
         device,
@@ -303,6 +312,20 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
         rows: sweep.rows,
         seconds: start.elapsed().as_secs_f64(),
     }
+}
+
+/// The fastest row of `kernel` at [`SWEEP_BATCH`] that was measured, wrote
+/// every output and passed the reference check.
+pub fn best_row<'a>(rows: &'a [Row], kernel: &str) -> Option<&'a Row> {
+    rows.iter()
+        .filter(|r| {
+            r.kernel == kernel
+                && r.batch == SWEEP_BATCH
+                && !r.is_bad()
+                && r.checked == Some(Checked::Passed)
+                && r.tbps().is_some()
+        })
+        .max_by(|a, b| a.tbps().unwrap_or(0.0).total_cmp(&b.tbps().unwrap_or(0.0)))
 }
 
 /// What the points of one run share: the device, the rotation, the timing,
@@ -318,6 +341,27 @@ pub struct Sweep<'a> {
 }
 
 impl Sweep<'_> {
+    /// `default`, then the best schedule of `schedules` measured at
+    /// [`SWEEP_BATCH`] so far (by [`best_row`]) when that is another one.
+    pub fn default_and_best<F: Family>(
+        &self,
+        family: &F,
+        default: F::Schedule,
+        schedules: &[F::Schedule],
+    ) -> Vec<F::Schedule> {
+        let label = family.label();
+        let best = best_row(&self.rows, &label).and_then(|r| {
+            schedules
+                .iter()
+                .find(|s| family.schedule_label(s) == r.schedule)
+                .copied()
+        });
+        match best {
+            Some(b) if b != default => vec![default, b],
+            _ => vec![default],
+        }
+    }
+
     /// Measure `schedules` of `family` at `batch` (one workload), each
     /// checked against the reference first; one row each, printed as it is
     /// done.
