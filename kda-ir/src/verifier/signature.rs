@@ -6,7 +6,7 @@ use super::{Ctx, Layout};
 use cranelift_entity::EntityRef;
 
 use crate::entities::{Barrier, Buffer, Inst, Region, Tensor, Value};
-use crate::kernel::Dim;
+use crate::kernel::{Access, Dim};
 use crate::op::{BinOp, CmpOp, Op, Special, UnOp};
 use crate::types::{Scalar, Type};
 
@@ -360,7 +360,7 @@ impl Sig<'_, '_> {
             Op::LdGlobal { tensor, .. } => {
                 if self.results(1) {
                     let r = d.results[0];
-                    self.global(*tensor, &a, Some(self.ty(r)), true);
+                    self.global(*tensor, &a, Some(self.ty(r)), Access::Read);
                 }
             }
             Op::StGlobal {
@@ -381,7 +381,7 @@ impl Sig<'_, '_> {
                         a.len()
                     ));
                 } else {
-                    self.global(*tensor, &a[..rank], Some(self.ty(a[rank])), false);
+                    self.global(*tensor, &a[..rank], Some(self.ty(a[rank])), Access::Write);
                     if *predicated && self.ty(a[rank + 1]) != Type::BOOL {
                         self.err(format!(
                             "`{m}` predicate must be bool, found {}",
@@ -411,9 +411,8 @@ impl Sig<'_, '_> {
                                 self.v(a[rank])
                             ));
                         }
-                        // Reads and writes the element: both accesses.
-                        self.global(*tensor, &a[..rank], Some(t), true);
-                        self.global(*tensor, &a[..rank], None, false);
+                        // Reads and writes the element.
+                        self.global(*tensor, &a[..rank], Some(t), Access::ReadWrite);
                     }
                 }
             }
@@ -548,7 +547,7 @@ impl Sig<'_, '_> {
                     )),
                     Some((&s, g)) => {
                         self.index(s);
-                        self.global(*tensor, g, None, true);
+                        self.global(*tensor, g, None, Access::Read);
                         self.copy_target(*buffer, *tensor, 16);
                     }
                 }
@@ -799,8 +798,9 @@ impl Sig<'_, '_> {
         }
     }
 
-    /// A global access of `ty` (None: a byte copy) at `idx` of `t`.
-    fn global(&mut self, t: Tensor, idx: &[Value], ty: Option<Type>, load: bool) {
+    /// A global access of `ty` (None: a byte copy) at `idx` of `t`, making
+    /// the accesses `need` (an `atom.add` reads and writes).
+    fn global(&mut self, t: Tensor, idx: &[Value], ty: Option<Type>, need: Access) {
         let k = self.cx.k;
         let d = &k.tensors[t];
         let m = self.m();
@@ -820,12 +820,12 @@ impl Sig<'_, '_> {
                 ));
             }
         }
-        if load && !d.access.reads() {
+        if need.reads() && !d.access.reads() {
             self.err(format!(
                 "{name} is write-only; `{m}` needs read or readwrite access"
             ));
         }
-        if !load && !d.access.writes() {
+        if need.writes() && !d.access.writes() {
             self.err(format!(
                 "{name} is read-only; `{m}` needs write or readwrite access"
             ));
@@ -902,7 +902,7 @@ impl Sig<'_, '_> {
             ));
         };
         self.index(s);
-        self.global(t, g, None, load);
+        self.global(t, g, None, if load { Access::Read } else { Access::Write });
         if bytes == 0 || !bytes.is_multiple_of(16) {
             let verb = if load { "copies" } else { "stores" };
             self.err(format!(
