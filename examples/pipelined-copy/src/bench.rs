@@ -240,11 +240,9 @@ pub fn bench(
         let module = dev.load(&pipelined_copy(ring))?;
         let tile = ring.tile as usize;
         let tiles = floats as usize / tile;
-        let mut launch = persistent_launch(dev, &module, ring, tiles as u32)?;
-        if point.per_sm > 0 {
-            let cap = (point.per_sm / ring.cluster).max(1) * ring.cluster * sms;
-            launch = Launch::grid([launch.grid[0].min(cap), 1, 1]);
-        }
+        let ctas_per_sm = (point.per_sm / ring.cluster).max(1) * ring.cluster;
+        let cap = (point.per_sm > 0).then(|| ctas_per_sm * sms);
+        let launch = persistent_launch(dev, &module, ring, tiles as u32, cap)?;
         let b = fresh_b();
         let queue = work_queue(dev, ring)?;
         let args = pipelined_copy::Args::<CudaDevice> {

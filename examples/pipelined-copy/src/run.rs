@@ -39,14 +39,21 @@ pub fn reference(x: &[f32], a: f32, b: f32) -> Vec<f32> {
 
 /// The persistent grid for `tiles` tiles: as many clusters as the device
 /// holds at once, at most one per work item (a cluster's group of tiles, one
-/// per CTA).
+/// per CTA), and at most `max_ctas` CTAs (rounded down to whole clusters,
+/// at least one) when given.
 pub fn persistent_launch<D: Device>(
     dev: &D,
     module: &D::Module,
     ring: &Ring,
     tiles: u32,
+    max_ctas: Option<u32>,
 ) -> Result<Launch, RuntimeError> {
-    Launch::persistent(dev, module, tiles.div_ceil(ring.cluster) as u64)
+    let launch = Launch::persistent(dev, module, tiles.div_ceil(ring.cluster) as u64)?;
+    let c = ring.cluster;
+    Ok(match max_ctas {
+        Some(g) => Launch::grid([launch.grid[0].min(g.max(c) / c * c), 1, 1]),
+        None => launch,
+    })
 }
 
 /// The work queue of an [`Order::Queue`] ring: one `u32`, zero.
@@ -79,11 +86,7 @@ pub fn run_checked<D: Device>(
     let shape = [tiles as usize, ring.tile as usize];
     let x = DeviceTensor::upload(dev, &xs, shape)?;
     let y = DeviceTensor::<D, f32, 2>::zeros(dev, shape)?;
-    let c = ring.cluster;
-    let mut launch = persistent_launch(dev, &module, ring, tiles)?;
-    if let Some(g) = max_grid {
-        launch = Launch::grid([launch.grid[0].min(g.max(c) / c * c), 1, 1]);
-    }
+    let launch = persistent_launch(dev, &module, ring, tiles, max_grid)?;
     let grid = launch.grid[0];
     let queue = work_queue(dev, ring)?;
     // Two launches with different `b`, each checked in full: the second
