@@ -878,13 +878,37 @@ impl Op {
                 | UnOp::Sigmoid { fast }
                 | UnOp::Rcp { fast },
             ) => fast,
+            Op::ClusterArrive { relaxed } => relaxed,
+            Op::BulkWait { read, .. } => read,
+            _ => self.cache_policy() == Some(CachePolicy::EvictFirst),
+        }
+    }
+
+    /// The L2 policy of a global access that takes one (loads, stores, bulk
+    /// copies and bulk stores), with the tensor it accesses.
+    pub fn cache_policy_of(&self) -> Option<(Tensor, CachePolicy)> {
+        match *self {
+            Op::LdGlobal { tensor, policy }
+            | Op::StGlobal { tensor, policy, .. }
+            | Op::BulkCopy { tensor, policy, .. }
+            | Op::BulkStore { tensor, policy, .. } => Some((tensor, policy)),
+            _ => None,
+        }
+    }
+
+    /// The L2 policy of a global access that takes one ([`Op::cache_policy_of`]).
+    pub fn cache_policy(&self) -> Option<CachePolicy> {
+        self.cache_policy_of().map(|(_, p)| p)
+    }
+
+    /// The policy field of a global access that takes one, to set it.
+    pub fn cache_policy_mut(&mut self) -> Option<&mut CachePolicy> {
+        match self {
             Op::LdGlobal { policy, .. }
             | Op::StGlobal { policy, .. }
             | Op::BulkCopy { policy, .. }
-            | Op::BulkStore { policy, .. } => policy == CachePolicy::EvictFirst,
-            Op::ClusterArrive { relaxed } => relaxed,
-            Op::BulkWait { read, .. } => read,
-            _ => false,
+            | Op::BulkStore { policy, .. } => Some(policy),
+            _ => None,
         }
     }
 

@@ -23,7 +23,7 @@
 
 use crate::entities::Inst;
 use crate::kernel::Kernel;
-use crate::op::{CachePolicy, Op};
+use crate::op::CachePolicy;
 
 /// Give every global access of each tensor in `k.schedule.evict_first` the
 /// evict-first L2 policy.
@@ -34,17 +34,12 @@ pub fn run(k: &mut Kernel) {
     let mut accesses: Vec<Inst> = Vec::new();
     k.walk(|i, _| accesses.push(i));
     for i in accesses {
-        let hinted = &k.schedule.evict_first;
-        match &mut k.insts[i].op {
-            Op::LdGlobal { tensor, policy }
-            | Op::StGlobal { tensor, policy, .. }
-            | Op::BulkCopy { tensor, policy, .. }
-            | Op::BulkStore { tensor, policy, .. }
-                if hinted.contains(tensor) =>
-            {
-                *policy = CachePolicy::EvictFirst;
-            }
-            _ => {}
+        let op = &mut k.insts[i].op;
+        if let Some((tensor, _)) = op.cache_policy_of()
+            && k.schedule.evict_first.contains(&tensor)
+            && let Some(policy) = op.cache_policy_mut()
+        {
+            *policy = CachePolicy::EvictFirst;
         }
     }
 }
@@ -54,6 +49,7 @@ mod tests {
     use super::*;
     use crate::builder::Builder;
     use crate::kernel::{Access, Dim, Provenance};
+    use crate::op::Op;
     use crate::passes::test_util::{count, launch, verified};
     use crate::types::{Scalar, Type};
     use crate::write::write_kernel;

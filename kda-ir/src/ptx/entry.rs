@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::entities::{ScalarParam, Sym, Tensor};
 use crate::kernel::Kernel;
 use crate::loc::Loc;
-use crate::op::{CachePolicy, Op};
+use crate::op::CachePolicy;
 use crate::types::Scalar;
 
 use super::emitter::{Bank, Emitter};
@@ -97,22 +97,7 @@ impl Emitter<'_> {
         }
         let mut evict = false;
         k.walk(|i, _| {
-            evict |= matches!(
-                k.insts[i].op,
-                Op::LdGlobal {
-                    policy: CachePolicy::EvictFirst,
-                    ..
-                } | Op::StGlobal {
-                    policy: CachePolicy::EvictFirst,
-                    ..
-                } | Op::BulkCopy {
-                    policy: CachePolicy::EvictFirst,
-                    ..
-                } | Op::BulkStore {
-                    policy: CachePolicy::EvictFirst,
-                    ..
-                }
-            )
+            evict |= k.insts[i].op.cache_policy() == Some(CachePolicy::EvictFirst);
         });
         if evict {
             let r = self.new_reg(Bank::B64);
