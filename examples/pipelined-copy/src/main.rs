@@ -40,9 +40,9 @@ struct Cli {
     /// configurations.
     #[arg(long, requires = "bench")]
     sweep: bool,
-    /// Timed runs per configuration for --bench.
-    #[arg(long, default_value_t = 20)]
-    reps: usize,
+    /// Timed runs per configuration for --bench (1 to 10000).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    reps: u32,
     /// Output paths the check runs (not --bench).
     #[arg(long, value_enum, default_value_t = Path::Both)]
     path: Path,
@@ -110,7 +110,7 @@ fn run_bench(cli: &Cli) -> ExitCode {
     } else {
         default_rings().into_iter().map(Point::from).collect()
     };
-    match bench(&dev, cli.bytes, &points, cli.reps) {
+    match bench(&dev, cli.bytes, &points, cli.reps as usize) {
         Ok(rows) => {
             let ceiling = rows[0].gbps;
             println!(
