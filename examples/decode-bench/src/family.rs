@@ -39,6 +39,17 @@ pub trait Family {
     /// The launch grid of `schedule` at `requests` requests.
     fn grid(&self, schedule: &Self::Schedule, requests: usize) -> Result<[u32; 3], String>;
     fn schedule_label(&self, schedule: &Self::Schedule) -> String;
+    /// The schedule a launch of `batch` requests gets by default.
+    fn default_schedule(&self, batch: usize) -> Self::Schedule;
+    /// The sweep list at `batch`, its default first.
+    fn sweep_at(&self, batch: usize) -> Vec<Self::Schedule> {
+        let default = self.default_schedule(batch);
+        let mut list = vec![default];
+        list.extend(self.sweep().into_iter().filter(|s| *s != default));
+        list
+    }
+    /// The schedules the bench sweeps (the kernel's sweep list).
+    fn sweep(&self) -> Vec<Self::Schedule>;
     /// The tensor passed as parameter `name` in `args`, for the bench to
     /// replace; `None` for one it never replaces or that `args` lacks.
     fn tensor_mut<'a>(&self, args: &'a mut Self::Args, name: &str) -> Option<&'a mut HostTensor>;
@@ -155,6 +166,14 @@ impl Family for Gdn {
         schedule.label()
     }
 
+    fn default_schedule(&self, batch: usize) -> Self::Schedule {
+        gdn_decode::kernel::Schedule::for_batch(self.cfg.tokens, batch)
+    }
+
+    fn sweep(&self) -> Vec<Self::Schedule> {
+        gdn_decode::kernel::sweep_schedules(self.cfg.tokens)
+    }
+
     fn tensor_mut<'a>(&self, args: &'a mut Self::Args, name: &str) -> Option<&'a mut HostTensor> {
         Some(match name {
             "x" => &mut args.x,
@@ -258,6 +277,14 @@ impl Family for Mamba2 {
 
     fn schedule_label(&self, schedule: &Self::Schedule) -> String {
         schedule.label()
+    }
+
+    fn default_schedule(&self, _batch: usize) -> Self::Schedule {
+        mamba2_decode::kernel::Schedule::for_config(&self.cfg)
+    }
+
+    fn sweep(&self) -> Vec<Self::Schedule> {
+        mamba2_decode::kernel::sweep_schedules()
     }
 
     fn tensor_mut<'a>(&self, args: &'a mut Self::Args, name: &str) -> Option<&'a mut HostTensor> {

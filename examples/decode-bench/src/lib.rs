@@ -8,8 +8,9 @@
 //!   and T = 4, Mamba-2 (24 heads of 64 × 128, one group: a TP slice of
 //!   Mamba-2 2.7B). At batch 128 every schedule of the kernel's sweep list
 //!   (`gdn_decode::kernel::sweep_schedules`,
-//!   `mamba2_decode::kernel::sweep_schedules`); at batch 1, 64 and 512 the
-//!   default schedule and the run's best at batch 128 ([`best_row`]), so a
+//!   `mamba2_decode::kernel::sweep_schedules`), the kernel's default at that
+//!   batch first ([`Family::default_schedule`]); at batch 1, 64 and 512 the
+//!   default there and the run's best at batch 128 ([`best_row`]), so a
 //!   change of default can be judged at every batch.
 //! * **Workload** ([`workload`]): the state lives in slot groups totalling
 //!   ≥ 4 × L2 (read from the device), at least three; a graph holds
@@ -275,35 +276,20 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
     };
     let gdn = [Gdn::new(4, 8, 1), Gdn::new(4, 8, 4)];
     let mamba = Mamba2::new(24, 1);
-    // Batch 128 first (every schedule), then the defaults at other batches.
+    // Batch 128 first (every schedule, the default first), then at the
+    // other batches each kernel's default there and this run's best at batch
+    // 128: what a change of default would gain or lose there.
     for g in &gdn {
-        let list = gdn_decode::kernel::sweep_schedules(g.cfg.tokens);
-        sweep.point(g, SWEEP_BATCH, &list);
+        sweep.point(g, SWEEP_BATCH, &g.sweep_at(SWEEP_BATCH));
     }
-    sweep.point(
-        &mamba,
-        SWEEP_BATCH,
-        &mamba2_decode::kernel::sweep_schedules(),
-    );
-    // The default and this run's best at batch 128, at the other batches:
-    // what a change of default would gain or lose there.
-    let gdn_pairs: Vec<_> = gdn
-        .iter()
-        .map(|g| {
-            let list = gdn_decode::kernel::sweep_schedules(g.cfg.tokens);
-            sweep.default_and_best(g, gdn_decode::kernel::Schedule::default(), &list)
-        })
-        .collect();
-    let mamba_pair = sweep.default_and_best(
-        &mamba,
-        mamba2_decode::kernel::Schedule::default(),
-        &mamba2_decode::kernel::sweep_schedules(),
-    );
+    sweep.point(&mamba, SWEEP_BATCH, &mamba.sweep_at(SWEEP_BATCH));
     for batch in DEFAULT_ONLY_BATCHES {
-        for (g, pair) in gdn.iter().zip(&gdn_pairs) {
-            sweep.point(g, batch, pair);
+        for g in &gdn {
+            let pair = sweep.default_and_best(g, g.default_schedule(batch), &g.sweep());
+            sweep.point(g, batch, &pair);
         }
-        sweep.point(&mamba, batch, &mamba_pair);
+        let pair = sweep.default_and_best(&mamba, mamba.default_schedule(batch), &mamba.sweep());
+        sweep.point(&mamba, batch, &pair);
     }
     Results {
         device,

@@ -116,6 +116,10 @@ pub struct Schedule {
     pub staged: bool,
 }
 
+/// The least batch that gets the bandwidth schedule of [`Schedule::for_batch`]
+/// (the smallest batch measured to gain from it).
+pub const TUNED_BATCH: usize = 64;
+
 impl Default for Schedule {
     /// 16 lanes (127–172 registers over T = 1..4; 8 lanes: 138–255), early,
     /// nothing else: the schedule the kernel was first measured with.
@@ -132,6 +136,26 @@ impl Default for Schedule {
 }
 
 impl Schedule {
+    /// The schedule a launch of `batch` requests gets by default
+    /// (`run::run`, the Python package): from batch [`TUNED_BATCH`] on,
+    /// evict-first and trigger at entry, and at T = 1 the state staged
+    /// through shared memory; below it the [`Schedule::default`]. Measured on
+    /// the H200 (`decode-bench`, 2026-12-02, docs/perf.md): at T = 1 +10 %
+    /// bandwidth at batches 64, 128 and 512 but 5 % slower at batch 1; at
+    /// T = 4 +8 % at batch 64, +5 % at 128, within 1 % at 1 and 512.
+    pub fn for_batch(tokens: u32, batch: usize) -> Self {
+        let d = Schedule::default();
+        if batch < TUNED_BATCH {
+            return d;
+        }
+        Schedule {
+            evict: true,
+            trigger_at_entry: true,
+            staged: tokens == 1,
+            ..d
+        }
+    }
+
     /// The default schedule with `lanes` threads per row.
     pub fn lanes(lanes: u32) -> Self {
         Schedule {

@@ -79,9 +79,11 @@ pub fn results<D: Device>(
     prepared.results(dev, args)
 }
 
-/// Validate, run once with the default schedule and read back.
+/// Validate, run once with the batch's default schedule
+/// ([`Schedule::for_batch`]) and read back.
 pub fn run<D: Device>(dev: &D, cfg: &GdnConfig, args: &GdnArgs) -> Result<Actual, RunError> {
-    run_with(dev, cfg, args, &Schedule::default())
+    let schedule = Schedule::for_batch(cfg.tokens, args.requests());
+    run_with(dev, cfg, args, &schedule)
 }
 
 /// Validate, run once with `schedule` and read back.

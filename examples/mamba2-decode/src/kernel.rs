@@ -60,6 +60,8 @@ use crate::config::Mamba2Config;
 /// Largest cluster (CTAs sharing one group's conv state). 16 needs the
 /// non-portable cluster size the runtime opts into; Hopper schedules it.
 pub const MAX_CLUSTER: u32 = 16;
+/// Most heads per CTA [`Schedule::for_config`] trades a smaller cluster for.
+pub const MAX_DEFAULT_HEADS_PER_CTA: u32 = 6;
 
 /// State values a thread holds per wave.
 pub const WAVE_VALUES: u32 = 64;
@@ -102,10 +104,10 @@ impl Default for Schedule {
 }
 
 impl Schedule {
-    /// The default schedule, for `const` contexts (the test matrices):
-    /// clusters of up to [`MAX_CLUSTER`] CTAs, every other knob off or
-    /// automatic.
-    pub const DEFAULT: Schedule = Schedule {
+    /// The schedule the kernel was first measured with: clusters of up to
+    /// [`MAX_CLUSTER`] CTAs, every other knob off or automatic. Labels and
+    /// the bench sweep are relative to it.
+    pub const PLAIN: Schedule = Schedule {
         max_cluster: MAX_CLUSTER,
         chunks: 0,
         wave: 0,
@@ -115,10 +117,40 @@ impl Schedule {
         trigger_at_entry: false,
     };
 
-    /// A short label: `default`, or the knobs that differ from it (`cN`,
-    /// `chN`, `wN`, `occN`, `evict`, `early`, `trig`).
+    /// The early schedule on [`Schedule::PLAIN`], for `const` contexts (the
+    /// test matrices): it fits every configuration with the plain one's
+    /// registers. What a configuration gets by default is
+    /// [`Schedule::for_config`].
+    pub const DEFAULT: Schedule = Schedule {
+        early: true,
+        ..Schedule::PLAIN
+    };
+
+    /// The schedule `cfg` gets by default: [`Schedule::DEFAULT`] with
+    /// clusters of up to 8 CTAs where that puts at most
+    /// [`MAX_DEFAULT_HEADS_PER_CTA`] heads in a CTA. Measured on the H200
+    /// (`decode-bench`, 2026-12-02, docs/perf.md) at H24 G1: clusters of 8
+    /// (3 heads per CTA) reach 85.1 % of the copy ceiling at batch 128,
+    /// clusters of 12 (2 per CTA) 79.9 %, and are faster at batches 1, 64
+    /// and 512 too; 4 and 6 heads per CTA measure 83.6–84.1 %. At 80 heads
+    /// in one group clusters of 8 would put 10 heads in a CTA, which
+    /// spills: those keep the largest cluster.
+    pub fn for_config(cfg: &Mamba2Config) -> Schedule {
+        let wide = Schedule {
+            max_cluster: 8,
+            ..Schedule::DEFAULT
+        };
+        match Plan::with(cfg, &wide) {
+            Ok(plan) if plan.heads_per_cta <= MAX_DEFAULT_HEADS_PER_CTA => wide,
+            _ => Schedule::DEFAULT,
+        }
+    }
+
+    /// A short label: `plain`, or the knobs that differ from
+    /// [`Schedule::PLAIN`] (`cN`, `chN`, `wN`, `occN`, `evict`, `early`,
+    /// `trig`); [`Schedule::DEFAULT`] is `early`.
     pub fn label(&self) -> String {
-        let d = Schedule::default();
+        let d = Schedule::PLAIN;
         let mut parts = Vec::new();
         if self.max_cluster != d.max_cluster {
             parts.push(format!("c{}", self.max_cluster));
@@ -142,7 +174,7 @@ impl Schedule {
             }
         }
         if parts.is_empty() {
-            "default".into()
+            "plain".into()
         } else {
             parts.join(" ")
         }
@@ -192,9 +224,10 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The default schedule's plan ([`Plan::with`]).
+    /// The plan of `cfg`'s default schedule ([`Schedule::for_config`]).
     pub fn new(cfg: &Mamba2Config) -> Plan {
-        Plan::with(cfg, &Schedule::default()).expect("the default schedule fits every config")
+        Plan::with(cfg, &Schedule::for_config(cfg))
+            .expect("the default schedule fits every config")
     }
 
     /// Four float4 per thread and row (or `schedule.chunks`), fewer when the
@@ -567,7 +600,7 @@ pub fn mamba2_decode<W: Elem, Bi: Elem>(
 /// The kernel for `cfg` with `conv_weight` and `conv_bias` stored as f32
 /// (else bf16; the bias flag is ignored without a bias), default schedule.
 pub fn build(cfg: &Mamba2Config, weights_f32: bool, bias_f32: bool) -> Kernel {
-    build_with(cfg, weights_f32, bias_f32, &Schedule::default())
+    build_with(cfg, weights_f32, bias_f32, &Schedule::for_config(cfg))
         .expect("the default schedule fits every config")
 }
 
@@ -588,11 +621,12 @@ pub fn build_with(
 }
 
 /// The schedules the bench sweep (`decode-bench`) measures at batch 128,
-/// default first: the early schedule, evict-first, trigger at entry,
-/// smaller clusters (more heads per CTA), lane widths, waves and occupancy.
-/// `tests/ptxas.rs` assembles each at the bench's shape without spills.
+/// around [`Schedule::PLAIN`] (first): the early schedule, evict-first,
+/// trigger at entry, smaller clusters (more heads per CTA, the default among
+/// them), lane widths, waves and occupancy. `tests/ptxas.rs` assembles each
+/// at the bench's shape without spills.
 pub fn sweep_schedules() -> Vec<Schedule> {
-    let d = Schedule::default();
+    let d = Schedule::PLAIN;
     let e = Schedule { early: true, ..d };
     vec![
         d,
@@ -696,7 +730,12 @@ mod tests {
             (4, 8, 128, 4, 4)
         );
         assert_eq!((p.cluster, p.heads_per_cta), (16, 5));
-        assert_eq!(plan(24, 1, 64, 128).cluster, 12);
+        // 24 heads: clusters of 8 (3 heads per CTA), the measured default.
+        assert_eq!(plan(24, 1, 64, 128).cluster, 8);
+        assert_eq!(plan(48, 1, 64, 128).cluster, 8);
+        // 60 heads: clusters of at most 8 would be 6 CTAs of 10 heads; the
+        // largest cluster instead, 15 CTAs of 4.
+        assert_eq!(plan(60, 1, 64, 128).cluster, 15);
         assert_eq!(
             (plan(17, 1, 64, 128).cluster, plan(4, 4, 64, 128).cluster),
             (1, 1)

@@ -38,7 +38,7 @@ pub fn prepare<D: Device>(
     cfg: &Mamba2Config,
     args: &Mamba2Args,
 ) -> Result<Prepared<D>, RunError> {
-    prepare_with(dev, cfg, args, &Schedule::default())
+    prepare_with(dev, cfg, args, &Schedule::for_config(cfg))
 }
 
 /// The kernel for these arguments' conv dtypes and `schedule` (not yet
@@ -76,7 +76,7 @@ pub fn prepare_with<D: Device>(
 /// Validate, run once (default schedule) and read back output, state and
 /// conv state.
 pub fn run<D: Device>(dev: &D, cfg: &Mamba2Config, args: &Mamba2Args) -> Result<Actual, RunError> {
-    run_with(dev, cfg, args, &Schedule::default())
+    run_with(dev, cfg, args, &Schedule::for_config(cfg))
 }
 
 /// [`run`] with `schedule`.

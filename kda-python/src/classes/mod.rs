@@ -10,8 +10,8 @@
 /// per class (several need its `multiple-pymethods` feature and the
 /// `inventory` crate), hence one macro writing the whole block.
 macro_rules! family_class {
-    // A decode crate's kernel: arguments in its crate doc, one kernel for
-    // every batch size.
+    // A decode crate's kernel: arguments in its crate doc, the kernel for
+    // a batch from its family's `config`.
     (
         $(#[$class_doc:meta])*
         $class:ident($family:ty), { $($methods:tt)* }

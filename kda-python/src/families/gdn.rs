@@ -72,9 +72,18 @@ impl Family for Gdn {
         self.launch.cfg.tokens
     }
 
-    /// Nothing depends on the batch: one kernel serves every batch size.
-    fn config(&self, _requests: u32) -> Result<GdnLaunch, String> {
-        Ok(self.launch)
+    /// The batch's default schedule (`Schedule::for_batch`) with the lane
+    /// width asked for: one kernel below the tuned batch, one from it on.
+    fn config(&self, requests: u32) -> Result<GdnLaunch, String> {
+        let GdnLaunch { cfg, schedule } = self.launch;
+        let batch = usize::try_from(requests).map_err(|e| format!("GdnDecode: {e}"))?;
+        Ok(GdnLaunch {
+            cfg,
+            schedule: Schedule {
+                lanes: schedule.lanes,
+                ..Schedule::for_batch(cfg.tokens, batch)
+            },
+        })
     }
 
     fn assemble(&self, tensors: Vec<HostTensor>, scalars: &[f32]) -> GdnArgs {
@@ -119,6 +128,7 @@ impl Family for Gdn {
             ("tokens", c.tokens.to_string()),
             ("has_bias", c.has_bias.to_string()),
             ("lanes", l.schedule.lanes.to_string()),
+            ("schedule", l.schedule.label()),
             ("cluster", c.group().to_string()),
         ]
     }
