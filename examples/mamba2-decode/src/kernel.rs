@@ -226,8 +226,7 @@ pub struct Plan {
 impl Plan {
     /// The plan of `cfg`'s default schedule ([`Schedule::for_config`]).
     pub fn new(cfg: &Mamba2Config) -> Plan {
-        Plan::with(cfg, &Schedule::for_config(cfg))
-            .expect("the default schedule fits every config")
+        Plan::with(cfg, &Schedule::for_config(cfg)).expect("the default schedule fits every config")
     }
 
     /// Four float4 per thread and row (or `schedule.chunks`), fewer when the
