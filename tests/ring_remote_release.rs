@@ -15,6 +15,9 @@
 //! `mapa` + `mbarrier.arrive.release.cluster.shared::cluster`, the
 //! producer's wait acquires at cluster scope.
 
+mod common;
+
+use common::schedules;
 use kda::cluster_kernel;
 use kda::runtime::{Device, DeviceTensor, Launch, RuntimeError, SimDevice, SimOptions};
 
@@ -99,20 +102,6 @@ fn ping_pong(
     });
     // No CTA exits while its peer may still send into it or arrive on it.
     cluster_sync();
-}
-
-fn schedules() -> Vec<SimOptions> {
-    let mut v = Vec::new();
-    for seed in [None, Some(1), Some(2), Some(3), Some(4)] {
-        for hold_back in [false, true] {
-            v.push(SimOptions {
-                seed,
-                hold_back,
-                ..SimOptions::default()
-            });
-        }
-    }
-    v
 }
 
 /// Run `k` on a grid of one cluster with `n` items per CTA; the output.
