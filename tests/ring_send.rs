@@ -16,8 +16,11 @@
 //!   bytes, to its own rank through the cluster window) completing
 //!   `full[i % stages]`, behind the `released` empty ring.
 
+mod common;
+
+use common::schedules;
 use kda::cluster_kernel;
-use kda::runtime::{Device, DeviceTensor, Launch, SimDevice, SimOptions};
+use kda::runtime::{Device, DeviceTensor, Launch, SimDevice};
 
 #[cluster_kernel(block = 64, cluster = 2)]
 fn exchange(input: Tensor<f32, rows, 32>, output: Tensor<f32, rows, 32>) {
@@ -120,20 +123,6 @@ fn streamed(
         }
     });
     cluster_sync();
-}
-
-fn schedules() -> Vec<SimOptions> {
-    let mut v = Vec::new();
-    for seed in [None, Some(1), Some(2), Some(3)] {
-        for hold_back in [false, true] {
-            v.push(SimOptions {
-                seed,
-                hold_back,
-                ..SimOptions::default()
-            });
-        }
-    }
-    v
 }
 
 #[test]

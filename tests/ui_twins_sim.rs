@@ -116,6 +116,27 @@ mod produced_before_pdl_wait_x_wait_in_other_role {
     include!("ui/produced-before-pdl-wait/pass/wait-in-other-role.rs");
 }
 #[allow(clippy::all)]
+mod remote_arrive_x_before_cluster_sync {
+    pub(super) fn build() -> kda::ir::Kernel {
+        release()
+    }
+    include!("ui/remote-arrive/pass/before-cluster-sync.rs");
+}
+#[allow(clippy::all)]
+mod remote_arrive_x_no_cluster {
+    pub(super) fn build() -> kda::ir::Kernel {
+        release()
+    }
+    include!("ui/remote-arrive/pass/no-cluster.rs");
+}
+#[allow(clippy::all)]
+mod remote_arrive_x_not_an_mbarrier {
+    pub(super) fn build() -> kda::ir::Kernel {
+        release()
+    }
+    include!("ui/remote-arrive/pass/not-an-mbarrier.rs");
+}
+#[allow(clippy::all)]
 mod ring_refill_x_refill_after_cluster_barrier {
     pub(super) fn build() -> kda::ir::Kernel {
         with_cluster_barrier()
@@ -443,6 +464,18 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/produced-before-pdl-wait/pass/wait-in-other-role.rs",
             produced_before_pdl_wait_x_wait_in_other_role::build(),
+        ),
+        (
+            "tests/ui/remote-arrive/pass/before-cluster-sync.rs",
+            remote_arrive_x_before_cluster_sync::build(),
+        ),
+        (
+            "tests/ui/remote-arrive/pass/no-cluster.rs",
+            remote_arrive_x_no_cluster::build(),
+        ),
+        (
+            "tests/ui/remote-arrive/pass/not-an-mbarrier.rs",
+            remote_arrive_x_not_an_mbarrier::build(),
         ),
         (
             "tests/ui/ring-refill/pass/refill-after-cluster-barrier.rs",

@@ -97,6 +97,24 @@ impl Barrier {
         }
     }
 
+    /// One arrival on this barrier of the cluster's CTA `rank` (comptime or
+    /// runtime; this CTA's own rank works too): how the consumers of a ring
+    /// stage that another CTA fills release it to that CTA's producer
+    /// (`empty[s].arrive_on(peer)`; the producer waits on its own
+    /// `empty[s]`). `mapa` + `mbarrier.arrive.release.cluster`: this thread's
+    /// reads before it happen before the producer's writes after its wait,
+    /// which acquires at cluster scope. Counts as one arrival of the
+    /// destination's phase; the destination must have initialised the
+    /// barrier and passed a cluster barrier after, as for `send!`.
+    #[track_caller]
+    pub fn arrive_on(self, rank: impl IntoIx) {
+        let cta = rank.ix().value();
+        match self.ring {
+            None => emit(|b| b.mbarrier_arrive_remote(self.id, cta)),
+            Some((n, at)) => emit(|b| b.mbarrier_arrive_remote_at(self.id, n, at, cta)),
+        }
+    }
+
     /// One arrival that expects the declared transaction bytes of this phase.
     #[track_caller]
     pub fn arm(self) {

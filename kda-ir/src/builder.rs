@@ -540,6 +540,29 @@ impl Builder {
             &[at],
         );
     }
+    /// One arrival on `bar` of CTA `cta` (an integer cluster rank) of the cluster.
+    #[track_caller]
+    pub fn mbarrier_arrive_remote(&mut self, bar: Barrier, cta: Value) {
+        self.push0(
+            Op::MbarArriveRemote {
+                barrier: bar,
+                ring: 0,
+            },
+            &[cta],
+        );
+    }
+    /// [`Builder::mbarrier_arrive_remote`] on element `at` (a runtime `u32`)
+    /// of the ring of `ring` barriers from `first`.
+    #[track_caller]
+    pub fn mbarrier_arrive_remote_at(&mut self, first: Barrier, ring: u32, at: Value, cta: Value) {
+        self.push0(
+            Op::MbarArriveRemote {
+                barrier: first,
+                ring,
+            },
+            &[cta, at],
+        );
+    }
     /// One arrival on `bar` that also expects `bytes` transaction bytes this phase.
     #[track_caller]
     pub fn mbarrier_arrive_expect_tx(&mut self, bar: Barrier, bytes: u32) {

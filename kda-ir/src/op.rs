@@ -379,6 +379,9 @@ op_table! {
     MbarArrive "mbarrier.arrive" None * -> 0;
     /// Operands: the ring index when the barrier is an element of a ring.
     MbarArriveExpectTx "mbarrier.arrive.expect_tx" None * -> 0;
+    /// Operands: the destination cta, then the ring index when the barrier
+    /// is an element of a ring.
+    MbarArriveRemote "mbarrier.arrive.remote" None * -> 0;
     MbarWait "mbarrier.wait" None 0 -> 0;
     /// Operands: the parity, then the ring index when the barrier is an
     /// element of a ring.
@@ -593,6 +596,21 @@ pub enum Op {
         barrier: Barrier,
         /// Transaction bytes the current phase waits for (1 to 2^20 - 1).
         bytes: u32,
+        /// The ring's length; 0 for a single barrier.
+        ring: u32,
+    },
+    /// `cta [, ring index] ->`: one arrival on `barrier` of CTA `cta` of the
+    /// cluster (`mapa` + `mbarrier.arrive.release.cluster.shared::cluster`):
+    /// how a consumer in one CTA releases a ring stage whose producer lives in
+    /// another (the ring's "empty" barrier, counted in arrivals). The
+    /// arrival releases this thread's earlier accesses at cluster scope, and
+    /// every wait on a barrier that remote arrivals reach acquires at cluster
+    /// scope (`mbarrier.try_wait.parity.acquire.cluster`), so the consumer's
+    /// reads of the stage happen before the producer's next writes into it.
+    MbarArriveRemote {
+        /// The barrier (at its offset in CTA `cta`'s shared memory), or the
+        /// first barrier of its ring.
+        barrier: Barrier,
         /// The ring's length; 0 for a single barrier.
         ring: u32,
     },
@@ -820,6 +838,7 @@ impl Op {
             Op::MbarInit { .. } => C::MbarInit,
             Op::MbarArrive { .. } => C::MbarArrive,
             Op::MbarArriveExpectTx { .. } => C::MbarArriveExpectTx,
+            Op::MbarArriveRemote { .. } => C::MbarArriveRemote,
             Op::MbarWait { .. } => C::MbarWait,
             Op::MbarWaitParity { .. } => C::MbarWaitParity,
             Op::FenceMbarInit => C::FenceMbarInit,
@@ -918,6 +937,7 @@ impl Op {
         match *self {
             Op::MbarInit { barrier } | Op::MbarWait { barrier, .. } => Some((barrier, 0)),
             Op::MbarArrive { barrier, ring }
+            | Op::MbarArriveRemote { barrier, ring }
             | Op::StAsync { barrier, ring, .. }
             | Op::MbarArriveExpectTx { barrier, ring, .. }
             | Op::MbarWaitParity { barrier, ring }

@@ -254,6 +254,9 @@ fn write_inst(
         Op::StShared { buffer } => write!(w, "{m} {buffer}[{}], {}", at(0), at(1))?,
         Op::MbarInit { barrier } => write!(w, "{m} {barrier}")?,
         Op::MbarArrive { barrier, ring } => write!(w, "{m} {}", bar_ref(a, *barrier, *ring))?,
+        Op::MbarArriveRemote { barrier, ring } => {
+            write!(w, "{m} {}, cta {}", bar_ref(a, *barrier, *ring), at(0))?
+        }
         Op::MbarArriveExpectTx {
             barrier,
             bytes,

@@ -64,9 +64,10 @@ fn variant(op: &Op) -> usize {
         Op::BulkWait { .. } => 45,
         Op::SetMaxNReg { .. } => 46,
         Op::AtomAdd { .. } => 47,
+        Op::MbarArriveRemote { .. } => 48,
     }
 }
-const VARIANTS: usize = 48;
+const VARIANTS: usize = 49;
 
 const ROWS_PER_CTA: u64 = 1;
 
@@ -148,6 +149,9 @@ fn all_ops_kernel() -> Kernel {
     let copy = b.role("copy", 96, 32);
     let state_full = b.mbarrier("state_full", 1, 512, &[main, copy]);
     let inbox_full = b.mbarrier("inbox_full", 2, 512, &[main, gate, copy]);
+    // Released by the peer's main warps (one elected lane each) once they
+    // have read the inbox: remote arrivals, counted in arrivals.
+    let inbox_empty = b.mbarrier("inbox_empty", 2, 0, &[main, gate, copy]);
     let staged = b.shared(
         "staged",
         Scalar::F32,
@@ -183,6 +187,7 @@ fn all_ops_kernel() -> Kernel {
         b.if_(leader, |b| {
             b.mbarrier_init(state_full);
             b.mbarrier_init(inbox_full);
+            b.mbarrier_init(inbox_empty);
             b.mbarrier_arrive_expect_tx(state_full, 512);
             b.mbarrier_arrive_expect_tx(inbox_full, 512);
             b.mbarrier_arrive(inbox_full);
@@ -230,6 +235,8 @@ fn all_ops_kernel() -> Kernel {
         let v = b.pack(&[f, f, f, f]);
         let at = b.mul(lane, four);
         b.st_async(inbox, at, v, peer, inbox_full);
+        // The peer has read what was sent (an acquire at cluster scope).
+        b.wait(inbox_empty);
     });
 
     b.in_role(main, |b| {
@@ -469,6 +476,13 @@ fn all_ops_kernel() -> Kernel {
         // What the peer sent, and the staged state row.
         b.wait(inbox_full);
         let got = b.ld_shared(inbox, col4, Type::vec(Scalar::F32, 4));
+        // Release the inbox to the CTA that filled it.
+        let first_lane = b.elect();
+        b.if_(first_lane, |b| {
+            let next = b.add(rank, one);
+            let sender = b.bin(BinOp::Rem, next, two);
+            b.mbarrier_arrive_remote(inbox_empty, sender);
+        });
         b.wait(state_full);
         // The same phase again, by its parity in a register (phase 0 has
         // completed, so parity 0 passes).
@@ -608,6 +622,8 @@ fn every_emitter_assembles() {
         "ld.global.v2.f32",
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint",
         "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32",
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _,",
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64",
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "cp.async.cg.shared.global",
         "shfl.sync.bfly.b32",

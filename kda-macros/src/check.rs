@@ -26,6 +26,7 @@ pub fn check(cx: &Ctxt, k: &Kernel, flow: &Flow) {
     check_wait_completes_per_iteration(cx, flow, &mut seen);
     check_refill_waits_for_release(cx, k, flow, &mut seen);
     check_send_after_cluster_barrier(cx, flow, &mut seen);
+    check_remote_arrival_has_a_peer(cx, k, flow, &mut seen);
     check_produced_read_after_pdl_wait(cx, k, flow, &mut seen);
     check_guarded_read_after_wait(cx, k, flow, &mut seen);
     check_tx_bytes(cx, k, flow, &mut seen);
@@ -194,7 +195,7 @@ fn completes(e: &Event, bar: &str) -> bool {
 
 fn arms(e: &Event, bar: &str) -> bool {
     match &e.kind {
-        Kind::Arrive(b) | Kind::Arm(b) => b == bar,
+        Kind::Arrive(b) | Kind::ArriveOn(b) | Kind::Arm(b) => b == bar,
         Kind::ArriveTx { bar: b, .. } => b == bar,
         _ => false,
     }
@@ -287,8 +288,9 @@ fn check_completed_barrier_is_armed(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
     }
 }
 
-/// (2) A DSMEM send completes the *peer's* mbarrier, which exists only once
-/// the peer initialised it: the sending threads must pass a cluster barrier
+/// (2) A DSMEM send completes the *peer's* mbarrier, and a remote arrival
+/// (`bar.arrive_on(rank)`) arrives on it, which exists only once the peer
+/// initialised it: the sending threads must pass a cluster barrier
 /// (`cluster_wait()`) whose phase the initialising threads arrived on after
 /// `bar.init()`.
 fn check_send_after_cluster_barrier(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
@@ -297,8 +299,10 @@ fn check_send_after_cluster_barrier(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
         .iter()
         .filter(|e| !e.def && e.role != RoleCtx::Unknown)
     {
-        let Kind::Send { bar: Some(bar), .. } = &s.kind else {
-            continue;
+        let (bar, what, reaches) = match &s.kind {
+            Kind::Send { bar: Some(bar), .. } => (bar, "DSMEM send", "completes"),
+            Kind::ArriveOn(bar) => (bar, "remote arrival", "arrives on"),
+            _ => continue,
         };
         let mine: Vec<&Event> = on_threads(flow, &s.role).collect();
         let waits: Vec<&Event> = mine
@@ -311,7 +315,7 @@ fn check_send_after_cluster_barrier(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
                 cx.error_at(
                     s.span,
                     format!(
-                        "DSMEM send before {} has passed a cluster barrier: the destination CTA's mbarrier \
+                        "{what} before {} has passed a cluster barrier: the destination CTA's mbarrier \
                          `{bar}` may not be initialised yet; every CTA initialises `{bar}` and arrives on the \
                          cluster barrier (`cluster_arrive()`), and senders call `cluster_wait()` before their \
                          first send",
@@ -335,7 +339,7 @@ fn check_send_after_cluster_barrier(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
                 cx.error_at(
                     s.span,
                     format!(
-                        "DSMEM send completes `{bar}`, which is never initialised: one thread of each CTA calls \
+                        "{what} {reaches} `{bar}`, which is never initialised: one thread of each CTA calls \
                          `{bar}.init()`, then `fence_mbarrier_init()` and `cluster_arrive()`, before peers send"
                     ),
                 );
@@ -368,7 +372,7 @@ fn check_send_after_cluster_barrier(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
             cx.error_at(
                 s.span,
                 format!(
-                    "DSMEM send before {} has passed a cluster barrier that follows `{bar}.init()`: the threads \
+                    "{what} before {} has passed a cluster barrier that follows `{bar}.init()`: the threads \
                      that initialise `{bar}` (line {}) do not arrive on the cluster barrier after it, so the peer's \
                      mbarrier may not exist yet; `{bar}.init()`, `fence_mbarrier_init()`, then `cluster_arrive()` \
                      there, and `cluster_wait()` here before sending",
@@ -376,6 +380,40 @@ fn check_send_after_cluster_barrier(cx: &Ctxt, flow: &Flow, seen: &mut Seen) {
                     line(inits[0].span)
                 ),
             );
+        }
+    }
+}
+
+/// (2a) `bar.arrive_on(rank)` arrives on the mbarrier `bar` of the cluster's
+/// CTA `rank`: it needs an mbarrier (the name declared with `mbarrier!`)
+/// and a kernel with a cluster of more than one CTA (`cluster = ..` in
+/// `#[cluster_kernel]`; without it the only CTA is this one, and a local
+/// `bar.arrive()` says so).
+fn check_remote_arrival_has_a_peer(cx: &Ctxt, k: &Kernel, flow: &Flow, seen: &mut Seen) {
+    let single = k.launch.cluster.as_ref().map_or(Some(1), const_eval) == Some(1);
+    for e in &flow.events {
+        match &e.kind {
+            Kind::ArriveOnNonBarrier { name, what } if seen.first(e.span, "arrive-on") => {
+                cx.error_at(
+                    e.span,
+                    format!(
+                        "`{name}.arrive_on(..)` arrives on an mbarrier of a cluster peer, but `{name}` is {what}, \
+                         not an mbarrier: declare one with `let {name} = mbarrier!(arrivals = n);` (or name the \
+                         ring's empty barrier, `empty[s].arrive_on(rank)`)"
+                    ),
+                );
+            }
+            Kind::ArriveOn(bar) if single && seen.first(e.span, "arrive-on") => {
+                cx.error_at(
+                    e.span,
+                    format!(
+                        "`{bar}.arrive_on(..)` arrives on the mbarrier of another CTA of the cluster, but this \
+                         kernel runs one CTA per cluster: declare the cluster (`#[cluster_kernel(.., cluster = n)]`) \
+                         or arrive locally with `{bar}.arrive()`"
+                    ),
+                );
+            }
+            _ => {}
         }
     }
 }

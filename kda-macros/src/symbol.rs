@@ -108,6 +108,8 @@ pub const EVICT_FIRST: Symbol = Symbol("evict_first");
 // ---- mbarrier methods
 pub const INIT: Symbol = Symbol("init");
 pub const ARRIVE: Symbol = Symbol("arrive");
+/// `bar.arrive_on(rank)`: one arrival on CTA `rank`'s `bar`.
+pub const ARRIVE_ON: Symbol = Symbol("arrive_on");
 pub const ARM: Symbol = Symbol("arm");
 pub const ARRIVE_EXPECT_TX: Symbol = Symbol("arrive_expect_tx");
 pub const WAIT: Symbol = Symbol("wait");

@@ -246,6 +246,14 @@ impl Parser {
                 let (barrier, ring, at) = self.bar_ref()?;
                 (Op::MbarArrive { barrier, ring }, at, vec![])
             }
+            C::MbarArriveRemote => {
+                let (barrier, ring, at) = self.bar_ref()?;
+                self.expect(',')?;
+                self.keyword("cta")?;
+                let mut args = vec![self.value()?];
+                args.extend(at);
+                (Op::MbarArriveRemote { barrier, ring }, args, vec![])
+            }
             C::MbarArriveExpectTx => {
                 let (barrier, ring, at) = self.bar_ref()?;
                 self.expect(',')?;

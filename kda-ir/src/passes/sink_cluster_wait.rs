@@ -6,7 +6,8 @@
 //! sends). With [`ScheduleHints::early`] (the seed's `early >= 1`) the wait
 //! moves forward, within its region, past the instructions that follow it,
 //! stopping right before the first one that is, or (an `if`, `for`, `while`
-//! or `role`) contains, an `st.async`, a `cluster.arrive`, a
+//! or `role`) contains, an `st.async` or `mbarrier.arrive.remote` (both
+//! reach a peer's barrier, which exists only past the wait), a `cluster.arrive`, a
 //! `cluster.wait`, an `st.global` (the barrier may order a store after
 //! the peers' loads before their arrival) or an `mbarrier.wait`; `bar.sync`
 //! and loads are passed. With no
@@ -42,6 +43,7 @@ pub fn run(k: &mut Kernel) {
     sink(k, &|op| *op == Op::ClusterWait, &|k, i| {
         contains(k, i, &|k, j| match k.insts[j].op {
             Op::StAsync { .. }
+            | Op::MbarArriveRemote { .. }
             | Op::ClusterArrive { .. }
             | Op::ClusterWait
             | Op::MbarWait { .. }

@@ -65,6 +65,10 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
         Op::MbarInit { barrier } => barrier.to_string(),
         Op::MbarArrive { barrier, ring: 0 } => barrier.to_string(),
         Op::MbarArrive { barrier, ring } => format!("{barrier}[{} of {ring}]", a[0]),
+        Op::MbarArriveRemote { barrier, ring: 0 } => format!("{barrier}, cta {}", a[0]),
+        Op::MbarArriveRemote { barrier, ring } => {
+            format!("{barrier}[{} of {ring}], cta {}", a[1], a[0])
+        }
         Op::MbarArriveExpectTx {
             barrier,
             bytes,

@@ -1,5 +1,6 @@
 //! DSMEM and asynchronous copies: `st.async` into a cluster peer's buffer
-//! (completing bytes on the peer's mbarrier), `cp.async.cg` 16-byte copies
+//! (completing bytes on the peer's mbarrier), arrivals on a peer's mbarrier
+//! (`mbarrier.arrive.remote`), `cp.async.cg` 16-byte copies
 //! with their commit/wait groups, and `cp.async.bulk` global -> shared
 //! completing on an mbarrier.
 
@@ -30,9 +31,6 @@ impl Emitter<'_> {
             return Err(self.err(i, format!("st.async moves 4, 8 or 16 bytes, not a {ty}")));
         }
         let (local, off) = self.shared_addr_parts(buf, idx);
-        let smem = self
-            .smem
-            .expect("a kernel with buffers has a shared window");
         let l_elem = if off == 0 {
             local
         } else {
@@ -40,21 +38,7 @@ impl Emitter<'_> {
             self.ins(format!("add.u32 {r}, {local}, {off}"));
             r
         };
-        let l_bar = self.new_reg(Bank::B32);
-        match at {
-            None => self.ins(format!(
-                "add.u32 {l_bar}, {smem}, {}",
-                self.layout.barriers[bar]
-            )),
-            Some(ix) => {
-                let base = self.new_reg(Bank::B32);
-                self.ins(format!("mad.lo.u32 {base}, {ix}, {MBARRIER_BYTES}, {smem}"));
-                self.ins(format!(
-                    "add.u32 {l_bar}, {base}, {}",
-                    self.layout.barriers[bar]
-                ));
-            }
-        }
+        let l_bar = self.barrier_reg(bar, at);
         let regs = self.regs(v);
         if self.k.launch.cluster == 1 {
             // A one-CTA cluster: `st.async` wants a real cluster (the
@@ -88,6 +72,57 @@ impl Emitter<'_> {
         let (vec, elem, src) = self.store_operands(ty.elem, regs);
         self.ins(format!(
             "st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.{elem} [{r_elem}], {src}, [{r_bar}]"
+        ));
+        Ok(())
+    }
+
+    /// This CTA's shared address of `bar` (with `at`, of element `at` of the
+    /// ring from `bar`) in a register, for `mapa` to map to a peer's.
+    fn barrier_reg(&mut self, bar: Barrier, at: Option<Reg>) -> Reg {
+        let smem = self
+            .smem
+            .expect("a kernel with mbarriers has a shared window");
+        let l_bar = self.new_reg(Bank::B32);
+        match at {
+            None => self.ins(format!(
+                "add.u32 {l_bar}, {smem}, {}",
+                self.layout.barriers[bar]
+            )),
+            Some(ix) => {
+                let base = self.new_reg(Bank::B32);
+                self.ins(format!("mad.lo.u32 {base}, {ix}, {MBARRIER_BYTES}, {smem}"));
+                self.ins(format!(
+                    "add.u32 {l_bar}, {base}, {}",
+                    self.layout.barriers[bar]
+                ));
+            }
+        }
+        l_bar
+    }
+
+    /// One arrival on `bar` (element `at` of its ring) of CTA `cta` (the
+    /// instruction's first operand): `mapa` the local address to the
+    /// peer's, then a releasing arrive at cluster scope, so this thread's
+    /// reads of the stage the barrier releases are ordered before the
+    /// peer's next writes into it (its wait acquires at cluster scope: see
+    /// [`Emitter::remote_arrived`]). In a one-CTA cluster the only rank is
+    /// this CTA's, and the arrival is local.
+    pub fn mbar_arrive_remote(
+        &mut self,
+        i: Inst,
+        (bar, at): (Barrier, Option<Reg>),
+    ) -> Result<(), PtxError> {
+        let cta = self.k.insts[i].args[0];
+        if self.k.launch.cluster == 1 {
+            return self.mbar_arrive(bar, at, None);
+        }
+        let l_bar = self.barrier_reg(bar, at);
+        let cta = self.reg(cta);
+        let cta = self.narrow32(cta);
+        let r_bar = self.new_reg(Bank::B32);
+        self.ins(format!("mapa.shared::cluster.u32 {r_bar}, {l_bar}, {cta}"));
+        self.ins(format!(
+            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{r_bar}]"
         ));
         Ok(())
     }

@@ -104,6 +104,9 @@ pub(super) struct Emitter<'k> {
     /// barrier that only sends (no bulk copy) complete bytes on. See
     /// [`Emitter::sends_arrive`].
     pub counts_bytes: SecondaryMap<Barrier, bool>,
+    /// Barriers remote arrivals reach, whose waits acquire at cluster scope.
+    /// See [`Emitter::remote_arrived`].
+    pub cluster_acquire: SecondaryMap<Barrier, bool>,
 }
 
 impl<'k> Emitter<'k> {
@@ -124,7 +127,30 @@ impl<'k> Emitter<'k> {
             tid: None,
             evict_first: None,
             counts_bytes: Emitter::sends_arrive(k),
+            cluster_acquire: Emitter::remote_arrived(k),
         }
+    }
+
+    /// The barriers an `mbarrier.arrive.remote` names (every element of a
+    /// ring it names), in a cluster of more than one CTA. The arrival
+    /// releases at cluster scope; a wait's default semantics are
+    /// `.acquire.cta`, which does not synchronise with a release from
+    /// another CTA, so the consumer's reads would not be ordered before the
+    /// producer's writes that follow its wait. Waits on these barriers use
+    /// `.acquire.cluster`.
+    fn remote_arrived(k: &Kernel) -> SecondaryMap<Barrier, bool> {
+        let mut remote = SecondaryMap::new();
+        if k.launch.cluster == 1 {
+            return remote;
+        }
+        k.walk(|i, _| {
+            if let Op::MbarArriveRemote { barrier, ring } = k.insts[i].op {
+                for n in 0..ring.max(1) as usize {
+                    remote[Barrier::new(barrier.index() + n)] = true;
+                }
+            }
+        });
+        remote
     }
 
     /// In a one-CTA cluster there is no peer to `st.async` to, so a send is a
@@ -341,6 +367,10 @@ impl<'k> Emitter<'k> {
             } => {
                 let at = self.ring_at(i, *ring);
                 self.mbar_arrive(*barrier, at, Some(*bytes))
+            }
+            Op::MbarArriveRemote { barrier, ring } => {
+                let at = self.ring_at(i, *ring);
+                self.mbar_arrive_remote(i, (*barrier, at))
             }
             Op::MbarWait { barrier, phase } => self.mbar_wait(*barrier, *phase),
             Op::MbarWaitParity { barrier, ring } => {

@@ -203,6 +203,7 @@ fn uses_cluster(k: &crate::kernel::Kernel) -> bool {
             Op::ClusterArrive { .. }
                 | Op::ClusterWait
                 | Op::StAsync { .. }
+                | Op::MbarArriveRemote { .. }
                 | Op::Special(Special::ClusterRank)
         )
     })

@@ -86,14 +86,7 @@ impl Emitter<'_> {
     /// Spin on `try_wait.parity` until the phase with parity `phase & 1` completes.
     pub fn mbar_wait(&mut self, b: Barrier, phase: u32) -> Result<(), PtxError> {
         let addr = self.barrier_addr(b);
-        let done = self.new_reg(Bank::Pred);
-        let again = self.new_label("wait");
-        self.label(&again);
-        self.ins(format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {done}, {addr}, {}",
-            phase & 1
-        ));
-        self.ins(format!("@!{done} bra {again}"));
+        self.spin_wait(b, addr, &(phase & 1).to_string());
         Ok(())
     }
 
@@ -105,14 +98,26 @@ impl Emitter<'_> {
         parity: Reg,
     ) -> Result<(), PtxError> {
         let addr = self.barrier_addr_at(b, at);
+        self.spin_wait(b, addr, &parity.to_string());
+        Ok(())
+    }
+
+    /// The `try_wait.parity` loop on `addr` (barrier `b` or an element of its
+    /// ring): acquiring at cluster scope where remote arrivals reach `b`
+    /// ([`Emitter::cluster_acquire`]), else with the default `.acquire.cta`.
+    fn spin_wait(&mut self, b: Barrier, addr: String, parity: &str) {
+        let scope = if self.cluster_acquire[b] {
+            ".acquire.cluster"
+        } else {
+            ""
+        };
         let done = self.new_reg(Bank::Pred);
         let again = self.new_label("wait");
         self.label(&again);
         self.ins(format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {done}, {addr}, {parity}"
+            "mbarrier.try_wait.parity{scope}.shared::cta.b64 {done}, {addr}, {parity}"
         ));
         self.ins(format!("@!{done} bra {again}"));
-        Ok(())
     }
 
     pub fn fence_mbarrier_init(&mut self) -> Result<(), PtxError> {

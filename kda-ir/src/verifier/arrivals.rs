@@ -15,6 +15,17 @@
 //! what its branches count when they agree; otherwise (and under other
 //! lane-varying conditions) the total is unknown and not checked.
 //!
+//! A remote arrival (`mbarrier.arrive.remote`) lands on the barrier of the
+//! CTA its destination rank names. Every CTA of the cluster runs the same
+//! code, so the arrivals each CTA's barrier receives are counted from the
+//! destination evaluated for every (rank, thread) pair: when every CTA
+//! receives the same number (a ring between peers: `rank ^ 1`,
+//! `(rank + 1) % C`) that number counts like local arrivals; when they
+//! differ (all consumers release rank 0's barrier) or the destination is a
+//! runtime value, which CTAs wait is not known here and the total is not
+//! checked (the simulator reports a phase that never completes, or an
+//! arrival past the count).
+//!
 //! As with transaction bytes, the arrivals are grouped by their innermost
 //! loop (or the kernel body), a ring is one barrier (its first element: the
 //! balance is per iteration of one element), and a group's phases are the
@@ -48,9 +59,9 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout, uni: &Uniformity) {
     let mut waits: BTreeMap<Barrier, Vec<Inst>> = BTreeMap::new();
     for &i in &layout.order {
         match k.insts[i].op {
-            Op::MbarArrive { barrier, .. } | Op::MbarArriveExpectTx { barrier, .. } => {
-                arrives.entry(barrier).or_default().push(i)
-            }
+            Op::MbarArrive { barrier, .. }
+            | Op::MbarArriveExpectTx { barrier, .. }
+            | Op::MbarArriveRemote { barrier, .. } => arrives.entry(barrier).or_default().push(i),
             Op::MbarWait { barrier, .. } | Op::MbarWaitParity { barrier, .. } => {
                 waits.entry(barrier).or_default().push(i)
             }
@@ -232,6 +243,10 @@ impl Counter<'_, '_> {
                         None => Count::Unknown,
                     }
                 }
+                Op::MbarArriveRemote { barrier, .. } if barrier == self.barrier => match active {
+                    Some(t) => self.remote(i, t, who),
+                    None => Count::Unknown,
+                },
                 Op::If { then, els } => {
                     let cond = d.args.first().copied();
                     match (active, cond.and_then(|c| self.split(c, active))) {
@@ -288,6 +303,45 @@ impl Counter<'_, '_> {
         sum
     }
 
+    /// The arrivals remote arrival `i`, run by the threads `active` of every
+    /// CTA, makes on each CTA's barrier, when that is the same number for
+    /// every CTA.
+    fn remote(&self, i: Inst, active: &[u32], who: &str) -> Count {
+        let k = self.k;
+        let d = &k.insts[i];
+        let Some(&cta) = d.args.first() else {
+            return Count::Unknown;
+        };
+        let n = k.launch.cluster.max(1);
+        let mut landed = vec![0u64; n as usize];
+        for rank in 0..n {
+            for &t in active {
+                match eval(k, cta, (t, Some(rank)), 0) {
+                    Some(to) if (0..i128::from(n)).contains(&to) => landed[to as usize] += 1,
+                    _ => return Count::Unknown,
+                }
+            }
+        }
+        let each = landed[0];
+        if landed.iter().any(|&x| x != each) {
+            return Count::Unknown;
+        }
+        let threads = if active.len() == 1 {
+            "thread"
+        } else {
+            "threads"
+        };
+        Count::Known(
+            each,
+            vec![format!(
+                "`{}` at {}: {each} from {} {threads} of {who} in the cluster's CTAs",
+                d.op.mnemonic(),
+                d.loc,
+                active.len()
+            )],
+        )
+    }
+
     /// The threads of `active` for which `cond` holds and those for which it
     /// does not, when that can be told thread by thread.
     fn split(&self, cond: Value, active: Option<&[u32]>) -> Option<(Vec<u32>, Vec<u32>)> {
@@ -313,7 +367,7 @@ impl Counter<'_, '_> {
         let mut yes = Vec::new();
         let mut no = Vec::new();
         for &t in active {
-            if eval(k, cond, t, 0)? != 0 {
+            if eval(k, cond, (t, None), 0)? != 0 {
                 yes.push(t);
             } else {
                 no.push(t);
@@ -335,9 +389,10 @@ fn wrap(x: i128, s: Scalar) -> Option<i128> {
     })
 }
 
-/// The value of `v` in thread `tid`, when it depends on the thread index and
+/// The value of `v` in thread `tid` (of the CTA of cluster rank `rank`, when
+/// given), when it depends on the thread index (and that rank) and
 /// constants only.
-fn eval(k: &Kernel, v: Value, tid: u32, depth: u32) -> Option<i128> {
+fn eval(k: &Kernel, v: Value, (tid, rank): (u32, Option<u32>), depth: u32) -> Option<i128> {
     if depth > 64 {
         return None;
     }
@@ -350,11 +405,12 @@ fn eval(k: &Kernel, v: Value, tid: u32, depth: u32) -> Option<i128> {
         return None;
     };
     let d = k.insts.get(i)?;
-    let arg = |n: usize| -> Option<i128> { eval(k, *d.args.get(n)?, tid, depth + 1) };
+    let arg = |n: usize| -> Option<i128> { eval(k, *d.args.get(n)?, (tid, rank), depth + 1) };
     let x = match d.op {
         Op::IConst(c) => c as i128,
         Op::Special(Special::ThreadIdx) => tid as i128,
         Op::Special(Special::LaneId) => (tid % 32) as i128,
+        Op::Special(Special::ClusterRank) => rank? as i128,
         Op::Bin(op) => {
             let (a, b) = (arg(0)?, arg(1)?);
             let bits = ty.elem.bytes() as i128 * 8;

@@ -17,7 +17,8 @@
 //! are not reported: the simulator checks those at run time.
 //!
 //! Checked: `ld.shared`, `st.shared` and `st.async` (element index plus the
-//! value's lanes; `st.async` also its destination rank against the cluster),
+//! value's lanes; `st.async` also its destination rank against the cluster,
+//! as `mbarrier.arrive.remote` its),
 //! `cp.async` (16 bytes) and `cp.async.bulk` (its bytes into the buffer,
 //! and out of the tensor when its extents and strides are constants).
 
@@ -505,6 +506,14 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
     rings(cx, layout);
     for &i in &layout.order {
         let d = &k.insts[i];
+        let peer = match d.op {
+            Op::StAsync { .. } => d.args.get(2).map(|&v| (v, "sends to")),
+            Op::MbarArriveRemote { .. } => d.args.first().map(|&v| (v, "arrives on")),
+            _ => None,
+        };
+        if let Some((cta, verb)) = peer {
+            peer_rank(cx, layout, i, cta, verb);
+        }
         let lanes = |n: usize| d.args.get(n).map_or(1, |&v| i128::from(k.ty(v).lanes));
         let (buffer, count, what) = match d.op {
             Op::LdShared { buffer } => {
@@ -580,29 +589,33 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
                 ),
             );
         }
-        if let Op::StAsync { .. } = d.op
-            && let Some(&cta) = d.args.get(2)
-        {
-            let mut ev = Eval::at(k, layout, i);
-            if let Some(r) = ev.index(cta) {
-                let n = i128::from(k.launch.cluster);
-                if (r.exact && (r.lo < 0 || r.hi >= n)) || r.lo >= n || r.hi < 0 {
-                    cx.error(
-                        i,
-                        format!(
-                            "`{m}` sends to CTA ranks {}..={} ({}), but the cluster has {n} CTAs (ranks 0..={})",
-                            r.lo,
-                            r.hi,
-                            cx.value(cta),
-                            n - 1
-                        ),
-                    );
-                }
-            }
-        }
         if let Op::BulkCopy { tensor, bytes, .. } | Op::BulkStore { tensor, bytes, .. } = d.op {
             bulk_source(cx, layout, i, buffer, tensor, bytes);
         }
+    }
+}
+
+/// The destination rank `cta` of a DSMEM op (`st.async`,
+/// `mbarrier.arrive.remote`) lies in the cluster: a rank past it names no
+/// CTA's shared memory.
+fn peer_rank(cx: &mut Ctx, layout: &Layout, i: Inst, cta: Value, verb: &str) {
+    let k = cx.k;
+    let Some(r) = Eval::at(k, layout, i).index(cta) else {
+        return;
+    };
+    let n = i128::from(k.launch.cluster);
+    if (r.exact && (r.lo < 0 || r.hi >= n)) || r.lo >= n || r.hi < 0 {
+        let m = cx.mnemonic(i);
+        cx.error(
+            i,
+            format!(
+                "`{m}` {verb} CTA ranks {}..={} ({}), but the cluster has {n} CTAs (ranks 0..={})",
+                r.lo,
+                r.hi,
+                cx.value(cta),
+                n - 1
+            ),
+        );
     }
 }
 

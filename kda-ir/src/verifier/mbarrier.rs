@@ -38,7 +38,9 @@ impl Uses {
         for &i in &layout.order {
             let (list, b) = match k.insts[i].op {
                 Op::MbarInit { barrier } => (&mut u.inits, barrier),
-                Op::MbarArrive { barrier, .. } => (&mut u.arrives, barrier),
+                Op::MbarArrive { barrier, .. } | Op::MbarArriveRemote { barrier, .. } => {
+                    (&mut u.arrives, barrier)
+                }
                 Op::MbarArriveExpectTx { barrier, .. } => {
                     u.arrives.entry(barrier).or_default().push(i);
                     (&mut u.expects, barrier)

@@ -65,7 +65,8 @@
 //!   `cp.async.bulk.store` likewise from the buffer into a writable tensor;
 //! * `shfl`: a 32-bit value and an integer lane or mask, result the value's
 //!   type; `elect`: bool; `mma.m16n8k16`: a u32x4, b u32x2, c f32x4 -> f32x4;
-//! * `mbarrier.arrive.expect_tx`: 1 to 2^20 - 1 bytes; `bar.sync`: id below
+//! * `mbarrier.arrive.remote`: an integer scalar destination cta (and, on
+//!   a ring, a u32 index); `mbarrier.arrive.expect_tx`: 1 to 2^20 - 1 bytes; `bar.sync`: id below
 //!   16 and a positive multiple of 32 threads, at most the block;
 //! * `if`: a bool scalar condition, both regions without parameters yield the
 //!   result types; `for`: lo, hi and step of one integer scalar type, the body

@@ -262,24 +262,30 @@ impl Walk<'_, '_> {
                         self.cx.error(i, msg);
                     }
                 }
-                Op::StAsync { barrier, .. } => match self.first_init.get(&barrier) {
-                    None => {
-                        let msg = format!(
-                            "`st.async` completes bytes on {} of a peer CTA, but no `mbarrier.init` initialises that barrier",
-                            self.cx.barrier(barrier)
-                        );
-                        self.cx.error(i, msg);
+                Op::StAsync { barrier, .. } | Op::MbarArriveRemote { barrier, .. } => {
+                    let (does, to) = match k.insts[i].op {
+                        Op::StAsync { .. } => ("completes bytes on", "sends to"),
+                        _ => ("arrives on", "arrives on"),
+                    };
+                    match self.first_init.get(&barrier) {
+                        None => {
+                            let msg = format!(
+                                "`{m}` {does} {} of a peer CTA, but no `mbarrier.init` initialises that barrier",
+                                self.cx.barrier(barrier)
+                            );
+                            self.cx.error(i, msg);
+                        }
+                        Some(&init) if s.here.cluster.is_none_or(|c| c < init) => {
+                            let at = &k.insts[self.layout.order[init]].loc;
+                            let msg = format!(
+                                "`{m}` {to} {} of a peer CTA before a `cluster.wait` that follows its `mbarrier.init` (at {at}); the peer's barrier may not be initialised yet: pass `cluster.arrive` and `cluster.wait` after the init first",
+                                self.cx.barrier(barrier)
+                            );
+                            self.cx.error(i, msg);
+                        }
+                        Some(_) => {}
                     }
-                    Some(&init) if s.here.cluster.is_none_or(|c| c < init) => {
-                        let at = &k.insts[self.layout.order[init]].loc;
-                        let msg = format!(
-                            "`st.async` sends to {} of a peer CTA before a `cluster.wait` that follows its `mbarrier.init` (at {at}); the peer's barrier may not be initialised yet: pass `cluster.arrive` and `cluster.wait` after the init first",
-                            self.cx.barrier(barrier)
-                        );
-                        self.cx.error(i, msg);
-                    }
-                    Some(_) => {}
-                },
+                }
                 _ => {}
             }
             match k.insts[i].op {

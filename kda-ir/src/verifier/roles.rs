@@ -93,6 +93,7 @@ fn ownership(cx: &mut Ctx, layout: &Layout) {
             Op::MbarInit { barrier }
             | Op::MbarArrive { barrier, .. }
             | Op::MbarArriveExpectTx { barrier, .. }
+            | Op::MbarArriveRemote { barrier, .. }
             | Op::MbarWait { barrier, .. }
             | Op::MbarWaitParity { barrier, .. } => (None, Some(barrier)),
             _ => continue,

@@ -583,6 +583,17 @@ impl Sig<'_, '_> {
                     self.ring(*barrier, *ring, a.last().copied());
                 }
             }
+            Op::MbarArriveRemote { barrier, ring } => {
+                if self.arity(1 + (*ring > 0) as usize, 0) {
+                    if !int_scalar(self.ty(a[0])) {
+                        self.err(format!(
+                            "`{m}` destination cta must be an integer scalar, found {}",
+                            self.v(a[0])
+                        ));
+                    }
+                    self.ring(*barrier, *ring, a.get(1).copied());
+                }
+            }
             Op::MbarWaitParity { barrier, ring } => {
                 if self.arity(1 + (*ring > 0) as usize, 0) {
                     if self.ty(a[0]) != Type::U32 {

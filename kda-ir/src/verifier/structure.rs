@@ -271,6 +271,7 @@ impl Walk {
             Op::MbarInit { barrier }
             | Op::MbarArrive { barrier, .. }
             | Op::MbarArriveExpectTx { barrier, .. }
+            | Op::MbarArriveRemote { barrier, .. }
             | Op::MbarWait { barrier, .. }
             | Op::MbarWaitParity { barrier, .. }
                 if !k.barriers.is_valid(*barrier) =>

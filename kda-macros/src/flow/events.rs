@@ -31,6 +31,14 @@ pub enum RoleCtx {
 pub enum Kind {
     Init(String),
     Arrive(String),
+    /// `bar.arrive_on(rank)`: an arrival on the barrier of a cluster peer.
+    ArriveOn(String),
+    /// `x.arrive_on(..)` on a declared name that is not an mbarrier
+    /// (`what`: "shared buffer", "tensor"...).
+    ArriveOnNonBarrier {
+        name: String,
+        what: &'static str,
+    },
     Arm(String),
     ArriveTx {
         bar: String,

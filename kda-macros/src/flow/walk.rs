@@ -316,6 +316,8 @@ impl Walker<'_> {
                     Some(Kind::Init(name.clone()))
                 } else if m.method == ARRIVE {
                     Some(Kind::Arrive(name.clone()))
+                } else if m.method == ARRIVE_ON {
+                    Some(Kind::ArriveOn(name.clone()))
                 } else if m.method == ARM {
                     Some(Kind::Arm(name.clone()))
                 } else if m.method == ARRIVE_EXPECT_TX {
@@ -339,6 +341,19 @@ impl Walker<'_> {
                     self.staged(k, span, stage.as_ref());
                     self.event(Kind::UseBarrier(name), span);
                 }
+                Level::Comptime
+            }
+            Some((name, decl)) if m.method == ARRIVE_ON => {
+                self.place(&mut m.receiver);
+                let what = match decl {
+                    Decl::Tensor(_) => "a tensor",
+                    Decl::Buffer(_) => "a shared buffer",
+                    Decl::Role(_) => "a role",
+                    Decl::Scalar(_) => "a scalar parameter",
+                    Decl::Regs(_) => "a register array",
+                    Decl::Barrier(_) => unreachable!("barriers are matched above"),
+                };
+                self.event(Kind::ArriveOnNonBarrier { name, what }, m.method.span());
                 Level::Comptime
             }
             Some((name, Decl::Tensor(_))) if LOADS.contains(&method.as_str()) => {

@@ -245,11 +245,14 @@ pub(crate) enum Ins {
         bar: u32,
     },
     /// An arrival per active lane, each expecting `tx` bytes first; with
-    /// `ring`, on element `ring index` of the ring from `bar`.
+    /// `ring`, on element `ring index` of the ring from `bar`; with `cta`,
+    /// on the barrier of the CTA that lane's rank names
+    /// (`mbarrier.arrive.remote`), else on the lane's own CTA's.
     MbarArrive {
         bar: u32,
         tx: u32,
         ring: Option<Ring>,
+        cta: Option<Idx>,
     },
     MbarWait {
         bar: u32,
@@ -1038,6 +1041,7 @@ impl<'k> Emit<'k> {
                 bar: barrier.as_u32(),
                 tx: 0,
                 ring: self.ring(ring, d)?,
+                cta: None,
             },
             Op::MbarArriveExpectTx {
                 barrier,
@@ -1047,6 +1051,13 @@ impl<'k> Emit<'k> {
                 bar: barrier.as_u32(),
                 tx: bytes,
                 ring: self.ring(ring, d)?,
+                cta: None,
+            },
+            Op::MbarArriveRemote { barrier, ring } => Ins::MbarArrive {
+                bar: barrier.as_u32(),
+                tx: 0,
+                ring: self.ring(ring, d)?,
+                cta: Some(self.idx(d.args[0], d)?),
             },
             Op::MbarWaitParity { barrier, ring } => Ins::MbarWaitParity {
                 bar: barrier.as_u32(),

@@ -612,8 +612,8 @@ pub enum SimError {
         /// Who read it, and where in the source.
         site: Box<Site>,
     },
-    /// A DSMEM send names a CTA outside the cluster.
-    #[error("st.async to CTA rank {rank} of a cluster of {cluster}, by {site}")]
+    /// A DSMEM send or remote arrival names a CTA outside the cluster.
+    #[error("{} to CTA rank {rank} of a cluster of {cluster}, by {site}", site.op)]
     BadPeer {
         /// The rank named.
         rank: i64,

@@ -10,7 +10,7 @@
 //! lapped phases, arrivals past the count) is an error naming the barrier.
 
 use super::ldst::rd_idx;
-use super::{Cluster, Next, Warp, bar_name, misuse, ring_elem};
+use super::{Cluster, Next, Warp, bar_name, misuse, ring_elem, site};
 use crate::sim::decode::{Ins, Program};
 use crate::sim::mbarrier::MbarFault;
 use crate::sim::report::SimError;
@@ -45,25 +45,43 @@ pub(super) fn exec(
             }
             mb.init(count);
         }
-        &Ins::MbarArrive { bar, tx, ring } => {
+        &Ins::MbarArrive { bar, tx, ring, cta } => {
             let mut m = active;
-            let mut released = u32::MAX;
+            let mut released = (u32::MAX, u32::MAX);
+            let nctas = cx.ctas.len() as u32;
             while m != 0 {
                 let l = m.trailing_zeros();
                 m &= m - 1;
                 let bar = ring_elem(prog, w, cx, bar, ring, l as usize)?;
-                if cx.race.on && released != bar {
-                    cx.race.release_bar(w.rank, bar, gw);
-                    released = bar;
+                // A remote arrival lands on the barrier of the lane's
+                // destination CTA, releasing the lane's earlier accesses
+                // to the waiters there.
+                let rank = match cta {
+                    None => w.rank,
+                    Some(c) => {
+                        let r = rd_idx(&w.regs, c, l as usize);
+                        if r < 0 || r >= i64::from(nctas) {
+                            return Err(SimError::BadPeer {
+                                rank: r,
+                                cluster: nctas,
+                                site: Box::new(site(prog, w, cx, Some(l))),
+                            });
+                        }
+                        r as u32
+                    }
+                };
+                if cx.race.on && released != (rank, bar) {
+                    cx.race.release_bar(rank, bar, gw);
+                    released = (rank, bar);
                 }
-                let mb = &mut cx.ctas[w.rank as usize].mbar[bar as usize];
+                let mb = &mut cx.ctas[rank as usize].mbar[bar as usize];
                 let (ph, count) = (mb.phase, mb.count);
                 let had_tx = mb.expected + tx as u64 > 0 || mb.delivered > 0;
                 let res = mb.arrive(tx);
                 if let Ok(true) = res
                     && cx.race.on
                 {
-                    cx.race.complete_bar(w.rank, bar, ph + 1, had_tx);
+                    cx.race.complete_bar(rank, bar, ph + 1, had_tx);
                 }
                 match res {
                     Ok(true) if m != 0 => {
@@ -72,7 +90,7 @@ pub(super) fn exec(
                              phase {ph} completes and the other lanes arrive on phase {}",
                             active.count_ones(),
                             bar_name(k, bar),
-                            w.rank,
+                            rank,
                             ph + 1
                         );
                         return Err(misuse(prog, w, cx, Some(l), msg));
@@ -82,7 +100,7 @@ pub(super) fn exec(
                         let msg = format!(
                             "arrive on mbarrier `{}` of CTA rank {} before it is initialised",
                             bar_name(k, bar),
-                            w.rank
+                            rank
                         );
                         return Err(misuse(prog, w, cx, Some(l), msg));
                     }
@@ -90,7 +108,7 @@ pub(super) fn exec(
                         let msg = format!(
                             "more arrivals than the count {count} in phase {ph} of mbarrier `{}` of CTA rank {}",
                             bar_name(k, bar),
-                            w.rank
+                            rank
                         );
                         return Err(misuse(prog, w, cx, Some(l), msg));
                     }

@@ -1,0 +1,196 @@
+//! A ring whose stages another CTA fills, released by remote arrivals:
+//! the producer of each CTA of a cluster of two sends its rows into the
+//! peer's ring (`send!(.., to = peer, completes = full[s])`), and the
+//! peer's consumers, once they have read stage `s`, release it to the
+//! producer with `empty[s].arrive_on(peer)`: an arrival on the producer
+//! CTA's `empty[s]`, which the producer waits on before refilling the
+//! stage. No cluster barrier per item (docs/perf.md, "A persistent
+//! KdaSplit, measured and taken out").
+//!
+//! On the simulator (seeded interleavings, hold-back, the race detector):
+//! every row arrives intact for 1..=3 stages and more items than stages,
+//! with no race between the consumers' reads and the next fill; with the
+//! releases stopped early the producer's wait never returns and the
+//! simulator reports the deadlock on `empty`. Through ptxas: the release is
+//! `mapa` + `mbarrier.arrive.release.cluster.shared::cluster`, the
+//! producer's wait acquires at cluster scope.
+
+mod common;
+
+use common::schedules;
+use kda::cluster_kernel;
+use kda::runtime::{Device, DeviceTensor, Launch, RuntimeError, SimDevice, SimOptions};
+
+#[cluster_kernel(block = 64, cluster = 2)]
+fn ping_pong(
+    #[comptime] stages: u32,
+    #[comptime] leaky: bool,
+    #[align(16)] x: Tensor<f32, rows, 128>,
+    y: Tensor<f32, rows, 128>,
+    n: u32,
+    keep: u32,
+) {
+    let producer = role!(0..32);
+    let consumer = role!(32..64);
+    let full = mbarrier!(
+        arrivals = 1,
+        tx = 512,
+        roles = [producer, consumer],
+        count = stages
+    );
+    // Counted in arrivals: the peer's 32 consumer threads, each after its
+    // own reads of the stage.
+    let empty = mbarrier!(
+        arrivals = 32,
+        roles = [producer, consumer],
+        count = stages,
+        released
+    );
+    let ring = shared!([f32; stages, 128], guard = full, roles = [producer, consumer]);
+    let lane = thread_idx() % 32;
+    let cta = block_idx(0);
+    let rank = cluster_rank();
+    let peer = rank.add_mod(1, 2);
+    in_role!(producer, {
+        if lane == 0 {
+            for s in 0..stages {
+                full[s].init();
+                empty[s].init();
+            }
+        }
+        fence_mbarrier_init();
+    });
+    // Both CTAs' barriers exist before anyone sends or arrives remotely.
+    cluster_sync();
+    in_role!(producer, {
+        for i in range(0, n) {
+            let s = i % stages;
+            // The peer's consumers have read what this stage held.
+            empty[s].wait();
+            let row = cta * n + i;
+            let v = x.load4([row, 4 * lane]).lanes();
+            send!(
+                ring[[s, 4 * lane]] = [v[0] + 1.0, v[1] + 1.0, v[2] + 1.0, v[3] + 1.0],
+                to = peer,
+                completes = full[s]
+            );
+        }
+    });
+    in_role!(consumer, {
+        // The rows of the peer CTA land here.
+        let src = cta - rank + peer;
+        for i in range(0, n) {
+            let s = i % stages;
+            if lane == 0 {
+                full[s].arm();
+            }
+            full[s].wait();
+            let row = src * n + i;
+            for e in 0..4 {
+                y[[row, 4 * lane + e]] = ring[[s, 4 * lane + e]];
+            }
+            if leaky {
+                // Releases stop after `keep` items: the producer's wait for
+                // item `keep + stages` never returns.
+                if i < keep {
+                    empty[s].arrive_on(peer);
+                }
+            } else {
+                empty[s].arrive_on(peer);
+            }
+        }
+    });
+    // No CTA exits while its peer may still send into it or arrive on it.
+    cluster_sync();
+}
+
+/// Run `k` on a grid of one cluster with `n` items per CTA; the output.
+fn run(
+    k: &kda::ir::Kernel,
+    opts: &SimOptions,
+    n: u32,
+    keep: u32,
+) -> Result<Vec<f32>, RuntimeError> {
+    let rows = (2 * n).max(1) as usize;
+    let xs: Vec<f32> = (0..rows * 128).map(|i| i as f32).collect();
+    let dev = SimDevice::with_options(opts.clone());
+    let module = dev.load(k)?;
+    let x = DeviceTensor::upload(&dev, &xs, [rows, 128])?;
+    let y = DeviceTensor::<SimDevice, f32, 2>::zeros(&dev, [rows, 128])?;
+    let args = ping_pong::Args::<SimDevice> {
+        x: x.arg(),
+        y: y.arg(),
+        n,
+        keep,
+    };
+    args.launch(&dev, &module, Launch::grid([2, 1, 1]))?;
+    y.to_vec(&dev)
+}
+
+#[test]
+fn every_row_crosses_to_the_peer_and_no_stage_is_refilled_early() {
+    for stages in [1, 2, 3] {
+        let k = ping_pong(stages, false);
+        kda::ir::verifier::verify(&k).unwrap_or_else(|e| panic!("{e}"));
+        let text = kda::ir::write::write_kernel(&k);
+        assert!(
+            text.contains("mbarrier.arrive.remote")
+                && text.contains(&format!(" of {stages}], cta")),
+            "the release names the ring element of the peer: {text}"
+        );
+        for n in [0u32, 1, 7] {
+            for opts in schedules() {
+                let got = run(&k, &opts, n, n)
+                    .unwrap_or_else(|e| panic!("stages {stages}, n {n}, {opts:?}: {e}"));
+                for (i, v) in got.iter().enumerate().take(2 * n as usize * 128) {
+                    assert_eq!(
+                        *v,
+                        i as f32 + 1.0,
+                        "stages {stages}, n {n}, {opts:?}: element {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_missing_remote_release_deadlocks_the_producer() {
+    let stages = 2;
+    let k = ping_pong(stages, true);
+    // All released: the same kernel passes.
+    run(&k, &SimOptions::default(), 5, 5).unwrap_or_else(|e| panic!("{e}"));
+    for opts in schedules() {
+        let e = run(&k, &opts, 5, 2).unwrap_err();
+        let RuntimeError::Sim(s) = &e else {
+            panic!("{opts:?}: {e}")
+        };
+        let d = s.as_deadlock().unwrap_or_else(|| panic!("{opts:?}: {e}"));
+        assert!(
+            d.blocked.iter().any(|b| b.to_string().contains("empty")),
+            "{opts:?}: the producer waits on `empty`: {e}"
+        );
+    }
+}
+
+#[test]
+fn the_release_is_a_cluster_scope_arrive_and_the_wait_acquires_it() {
+    let k = ping_pong(3, false);
+    let ptx = kda::ir::pipeline::compile(&k, &kda::ir::pipeline::Options::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .ptx;
+    for needle in [
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _,",
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64",
+    ] {
+        assert!(ptx.contains(needle), "missing `{needle}` in\n{ptx}");
+    }
+    // `full` gets no remote arrivals: its waits keep the CTA-scope acquire.
+    assert!(
+        ptx.contains("mbarrier.try_wait.parity.shared::cta.b64"),
+        "{ptx}"
+    );
+    if let Err(e) = kda::ir::ptxas::check_no_spills(&ptx) {
+        panic!("{e}\n(run `bash scripts/provision-ptxas.sh` to install ptxas)");
+    }
+}
