@@ -200,6 +200,8 @@ for tool in memcheck racecheck synccheck; do
         fi
         "${run[@]}" "sanitizer-$tool-demo" "$sanitizer" "${args[@]}" "$here/tests/gpu_demo" --test-threads=1 --nocapture
         "${run[@]}" "sanitizer-$tool-bulk-copy" "$sanitizer" "${args[@]}" "$here/tests/gpu_bulk_copy" --test-threads=1 --nocapture
+        # Remote arrivals: a ring released by the peer CTA (mbarrier.arrive.remote).
+        "${run[@]}" "sanitizer-$tool-remote-ring" "$sanitizer" "${args[@]}" "$here/tests/gpu_ring_remote_release" --test-threads=1 --nocapture
         # The ring kernel: 1..=4 stages, its check's tile counts, each output path.
         for path in st bulk; do
             "${run[@]}" "sanitizer-$tool-pipelined-copy-$path" "$sanitizer" "${args[@]}" "$here/bin/pipelined-copy" --path "$path"

@@ -16,115 +16,20 @@
 //! producer's wait acquires at cluster scope.
 
 mod common;
+mod remote_ring;
 
 use common::schedules;
-use kda::cluster_kernel;
-use kda::runtime::{Device, DeviceTensor, Launch, RuntimeError, SimDevice, SimOptions};
+use kda::runtime::{RuntimeError, SimDevice, SimOptions};
+use remote_ring::{ping_pong, run_on};
 
-#[cluster_kernel(block = 64, cluster = 2)]
-fn ping_pong(
-    #[comptime] stages: u32,
-    #[comptime] leaky: bool,
-    #[align(16)] x: Tensor<f32, rows, 128>,
-    y: Tensor<f32, rows, 128>,
-    n: u32,
-    keep: u32,
-) {
-    let producer = role!(0..32);
-    let consumer = role!(32..64);
-    let full = mbarrier!(
-        arrivals = 1,
-        tx = 512,
-        roles = [producer, consumer],
-        count = stages
-    );
-    // Counted in arrivals: the peer's 32 consumer threads, each after its
-    // own reads of the stage.
-    let empty = mbarrier!(
-        arrivals = 32,
-        roles = [producer, consumer],
-        count = stages,
-        released
-    );
-    let ring = shared!([f32; stages, 128], guard = full, roles = [producer, consumer]);
-    let lane = thread_idx() % 32;
-    let cta = block_idx(0);
-    let rank = cluster_rank();
-    let peer = rank.add_mod(1, 2);
-    in_role!(producer, {
-        if lane == 0 {
-            for s in 0..stages {
-                full[s].init();
-                empty[s].init();
-            }
-        }
-        fence_mbarrier_init();
-    });
-    // Both CTAs' barriers exist before anyone sends or arrives remotely.
-    cluster_sync();
-    in_role!(producer, {
-        for i in range(0, n) {
-            let s = i % stages;
-            // The peer's consumers have read what this stage held.
-            empty[s].wait();
-            let row = cta * n + i;
-            let v = x.load4([row, 4 * lane]).lanes();
-            send!(
-                ring[[s, 4 * lane]] = [v[0] + 1.0, v[1] + 1.0, v[2] + 1.0, v[3] + 1.0],
-                to = peer,
-                completes = full[s]
-            );
-        }
-    });
-    in_role!(consumer, {
-        // The rows of the peer CTA land here.
-        let src = cta - rank + peer;
-        for i in range(0, n) {
-            let s = i % stages;
-            if lane == 0 {
-                full[s].arm();
-            }
-            full[s].wait();
-            let row = src * n + i;
-            for e in 0..4 {
-                y[[row, 4 * lane + e]] = ring[[s, 4 * lane + e]];
-            }
-            if leaky {
-                // Releases stop after `keep` items: the producer's wait for
-                // item `keep + stages` never returns.
-                if i < keep {
-                    empty[s].arrive_on(peer);
-                }
-            } else {
-                empty[s].arrive_on(peer);
-            }
-        }
-    });
-    // No CTA exits while its peer may still send into it or arrive on it.
-    cluster_sync();
-}
-
-/// Run `k` on a grid of one cluster with `n` items per CTA; the output.
+/// Run `k` on the simulator (`opts`) on one cluster.
 fn run(
     k: &kda::ir::Kernel,
     opts: &SimOptions,
     n: u32,
     keep: u32,
 ) -> Result<Vec<f32>, RuntimeError> {
-    let rows = (2 * n).max(1) as usize;
-    let xs: Vec<f32> = (0..rows * 128).map(|i| i as f32).collect();
-    let dev = SimDevice::with_options(opts.clone());
-    let module = dev.load(k)?;
-    let x = DeviceTensor::upload(&dev, &xs, [rows, 128])?;
-    let y = DeviceTensor::<SimDevice, f32, 2>::zeros(&dev, [rows, 128])?;
-    let args = ping_pong::Args::<SimDevice> {
-        x: x.arg(),
-        y: y.arg(),
-        n,
-        keep,
-    };
-    args.launch(&dev, &module, Launch::grid([2, 1, 1]))?;
-    y.to_vec(&dev)
+    run_on(&SimDevice::with_options(opts.clone()), k, 1, n, keep)
 }
 
 #[test]
