@@ -130,13 +130,6 @@ mod remote_arrive_x_no_cluster {
     include!("ui/remote-arrive/pass/no-cluster.rs");
 }
 #[allow(clippy::all)]
-mod remote_arrive_x_not_an_mbarrier {
-    pub(super) fn build() -> kda::ir::Kernel {
-        release()
-    }
-    include!("ui/remote-arrive/pass/not-an-mbarrier.rs");
-}
-#[allow(clippy::all)]
 mod ring_refill_x_refill_after_cluster_barrier {
     pub(super) fn build() -> kda::ir::Kernel {
         with_cluster_barrier()
@@ -472,10 +465,6 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/remote-arrive/pass/no-cluster.rs",
             remote_arrive_x_no_cluster::build(),
-        ),
-        (
-            "tests/ui/remote-arrive/pass/not-an-mbarrier.rs",
-            remote_arrive_x_not_an_mbarrier::build(),
         ),
         (
             "tests/ui/ring-refill/pass/refill-after-cluster-barrier.rs",

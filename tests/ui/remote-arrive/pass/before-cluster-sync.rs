@@ -1,5 +1,7 @@
 // Receivers release the peer's `empty` once they have read what it sent: a
-// remote arrival, after the cluster barrier that follows every CTA's init.
+// remote arrival on the mbarrier (not the buffer it guards), after the
+// cluster barrier that follows every CTA's init. The legal twin of
+// `before-cluster-sync.rs` and `not-an-mbarrier.rs`.
 use kda::cluster_kernel;
 
 #[cluster_kernel(block = 64, cluster = 2)]
