@@ -73,6 +73,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     #[align(16)]
     #[strides(_, _, { cfg.staged().then_some(128) }, 1)]
     #[evict_first(cfg.schedule.evict)]
+    #[stage_through_shared(cfg.staged())]
     state: Tensor<f32, cache, { cfg.heads }, 128, 128>,
     output: Tensor<bf16, rows, { cfg.dim() }>,
     #[produced] gate: Tensor<G, rows, { cfg.dim() }>,
@@ -121,10 +122,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
             roles = [state_role, gate_role]
         );
         let decays = shared!([f32; t_n, 128], guard = decay_full, roles = [state_role, gate_role]);
-        let state_full = cfg
-            .staged()
-            .then(|| mbarrier!(arrivals = 1, tx = rows * 512));
-        let staged = cfg.staged().then(|| shared!([f32; rows, 128], align = 128));
+        let state_rows = state.tile([read, head, value_base, 0], [rows, 128]);
         let gate_rows = cfg
             .gate_staged()
             .then(|| shared!([u32; rows / 2, 32, 4], align = 128));
@@ -145,9 +143,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                 }
                 decay_full.init();
                 decay_full.arm();
-                if let Some(full) = state_full {
-                    full.init();
-                }
+                state_rows.init();
             }
             fence_mbarrier_init();
             cluster_arrive_relaxed();
@@ -164,28 +160,20 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
             let v_channel = head * 128 + value_base + (tid & (rows - 1));
             let channel = |s: usize| (if s == 2 { v_channel } else { qk_channel }) + s as u32 * dim;
 
-            // ---- ready loads: state rows (or their bulk copy), conv taps, weights
+            // ---- ready loads: this CTA's state rows, conv taps, weights. Row p
+            // of the state tile goes to registers here, or (staged by the
+            // scheduler) thread 0 bulk-copies the tile and row p is read from
+            // shared memory in phase 0 of its chain.
             let mut history = regs!([f32; passes, chunks, 4]);
-            if let (Some(staged), Some(full)) = (staged, state_full) {
-                // Thread 0 initialised `full` with the other barriers above.
-                if tid == 0 {
-                    full.arm();
-                    bulk_copy!(
-                        staged[0] = state[[read, head, value_base, 0]],
-                        bytes = rows * 512,
-                        completes = full
-                    );
-                }
-            } else {
-                for p in 0..passes {
-                    for j in 0..chunks {
-                        let v4 = state.load4([read, head, value_base + safe_row[p], column(j)]);
-                        for e in 0..4 {
-                            history[[p, j, e]] = v4.lane(e);
-                        }
+            let load_row = |history: &mut Regs<f32>, p: usize| {
+                for j in 0..chunks {
+                    let v4 = state_rows.row(safe_row[p]).load4(column(j));
+                    for e in 0..4 {
+                        history[[p, j, e]] = v4.lane(e);
                     }
                 }
-            }
+            };
+            state_rows.issue(|| tid == 0, || (0..passes).for_each(|p| load_row(&mut history, p)));
             let (mut taps, mut coeff, mut acc) =
                 (regs!([bf16; 3, 3]), regs!([W; 3, 4]), regs!([f32; 3]));
             for s in 0..3 {
@@ -280,23 +268,11 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                         dk[[j, e]] = d4[e];
                     }
                 }
-                if let Some(full) = state_full {
-                    full.wait();
-                }
                 let (owner, slot) = (tok as u32 % c_n, tok / c_n as usize);
                 let (mut dots, mut outs) = (regs!([f32; passes]), regs!([f32; passes]));
                 chains(passes, 4, |p, phase| match phase {
-                    // the row from shared memory (staged state)
-                    0 => {
-                        if let Some(staged) = staged {
-                            for j in 0..chunks {
-                                let v4 = staged.load4(safe_row[p] * 128 + column(j));
-                                for e in 0..4 {
-                                    history[[p, j, e]] = v4.lane(e);
-                                }
-                            }
-                        }
-                    }
+                    // the row (when staged: from shared memory)
+                    0 => state_rows.read(|| load_row(&mut history, p)),
                     // decay, then u = S·k̂ summed over the row's lanes
                     1 => {
                         for j in 0..chunks {
