@@ -81,7 +81,9 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     lower_bound: f32,
     scale: f32,
     eps: f32,
-    #[align(16)] f_b_weight: Tensor<bf16, { cfg.dim() }, 128>,
+    #[align(16)]
+    #[stage_through_shared(cfg.gate_staged())]
+    f_b_weight: Tensor<bf16, { cfg.dim() }, 128>,
     #[when(cfg.tokens > 1)] accepted: Tensor<i32, requests>,
 ) {
     let (t_n, c_n, rows, lanes) = (cfg.tokens, cfg.cluster(), cfg.rows(), cfg.lanes());
@@ -123,9 +125,6 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
         );
         let decays = shared!([f32; t_n, 128], guard = decay_full, roles = [state_role, gate_role]);
         let state_rows = state.tile([read, head, value_base, 0], [rows, 128]);
-        let gate_rows = cfg
-            .gate_staged()
-            .then(|| shared!([u32; rows / 2, 32, 4], align = 128));
         let (q, k) = (shared!([f32; t_n, 128]), shared!([f32; t_n, 128]));
         let (v, out) = (shared!([f32; t_n, rows]), shared!([f32; owned, 128]));
         let reductions = shared!([f32; t_n, 8]);
@@ -449,37 +448,28 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                     let (l, h) = (l.lanes(), h.lanes());
                     [[l[0], h[0], l[1], h[1]], [l[2], h[2], l[3], h[3]]]
                 };
+                // Staged by the scheduler (early 3), each 16-byte piece goes
+                // through the lane's own shared slot by cp.async, read back
+                // after the PDL wait.
                 let mut af: Vec<Vec<[Val<u32>; 4]>> = vec![Vec::new(); tiles];
-                if let Some(staging) = gate_rows {
-                    // Early 3: each lane cp.asyncs its own 16-byte operands now.
-                    for tile in 0..tiles {
-                        for (chunk, half) in (0..4u32).flat_map(|c| [(c, 0), (c, 1)]) {
-                            let copy = (tile as u32 * 4 + chunk) * 2 + half;
-                            let src = [row_of(tile, half), qd * 8 + 32 * chunk];
-                            cp_async!(staging[[copy, lane, 0]] = f_b_weight[src]);
-                        }
-                    }
-                    cp_async_commit();
-                } else {
-                    for (tile, at) in af.iter_mut().enumerate() {
-                        for chunk in 0..(if wide { 4 } else { 8 }) {
-                            if wide {
-                                let col = qd * 8 + 32 * chunk;
-                                let low = f_b_weight.load8([row_of(tile, 0), col]).bitcast();
-                                let high = f_b_weight.load8([row_of(tile, 1), col]).bitcast();
-                                at.extend(split(low, high));
-                            } else {
-                                let col = qd * 4 + 16 * chunk;
-                                let l = f_b_weight
-                                    .load4([row_of(tile, 0), col])
-                                    .bitcast::<[u32; 2]>()
-                                    .lanes();
-                                let h = f_b_weight
-                                    .load4([row_of(tile, 1), col])
-                                    .bitcast::<[u32; 2]>()
-                                    .lanes();
-                                at.push([l[0], h[0], l[1], h[1]]);
-                            }
+                for (tile, at) in af.iter_mut().enumerate() {
+                    for chunk in 0..(if wide { 4 } else { 8 }) {
+                        if wide {
+                            let col = qd * 8 + 32 * chunk;
+                            let low = f_b_weight.load8([row_of(tile, 0), col]).bitcast();
+                            let high = f_b_weight.load8([row_of(tile, 1), col]).bitcast();
+                            at.extend(split(low, high));
+                        } else {
+                            let col = qd * 4 + 16 * chunk;
+                            let l = f_b_weight
+                                .load4([row_of(tile, 0), col])
+                                .bitcast::<[u32; 2]>()
+                                .lanes();
+                            let h = f_b_weight
+                                .load4([row_of(tile, 1), col])
+                                .bitcast::<[u32; 2]>()
+                                .lanes();
+                            at.push([l[0], h[0], l[1], h[1]]);
                         }
                     }
                 }
@@ -512,18 +502,6 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                         })
                         .collect()
                 };
-                if let Some(staging) = gate_rows {
-                    cp_async_wait(0);
-                    for (tile, at) in af.iter_mut().enumerate() {
-                        for chunk in 0..4u32 {
-                            let copy = (tile as u32 * 4 + chunk) * 2;
-                            at.extend(split(
-                                staging.load4([copy, lane, 0]),
-                                staging.load4([copy + 1, lane, 0]),
-                            ));
-                        }
-                    }
-                }
                 let chains = if cfg.gate_mode == GateMode::MmaChains {
                     4
                 } else {
