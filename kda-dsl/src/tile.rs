@@ -51,7 +51,10 @@ impl<T: Elem, const R: usize> Tensor<T, R> {
     /// 1, the next one `cols`: `#[strides(.., {cols}, 1)]`).
     #[track_caller]
     pub fn tile(self, origin: impl TensorIndex<R>, shape: [u32; 2]) -> Tile<T, R> {
-        assert!(R >= 2, "kda: a tile spans two dimensions of a tensor of rank 2 or more");
+        assert!(
+            R >= 2,
+            "kda: a tile spans two dimensions of a tensor of rank 2 or more"
+        );
         let [rows, cols] = shape;
         let t = self.id;
         let (staged_hint, name, strides) = emit(|b| {
@@ -75,7 +78,8 @@ impl<T: Elem, const R: usize> Tensor<T, R> {
             let bytes = rows * cols * T::SCALAR.bytes();
             let bar = super::__rt::mbarrier(&format!("{name}_tile_full"), 1, bytes, &[]);
             let guard = Some(Some(bar.id()));
-            let buf = super::__rt::shared::<T>(&format!("{name}_tile"), &[rows, cols], 128, &[], guard);
+            let buf =
+                super::__rt::shared::<T>(&format!("{name}_tile"), &[rows, cols], 128, &[], guard);
             (buf, bar)
         });
         Tile {

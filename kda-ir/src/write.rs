@@ -80,7 +80,15 @@ fn write_kernel_to(
     }
     for (name, hinted) in k.schedule.tensor_hints() {
         for (n, t) in hinted.iter().enumerate() {
-            write!(w, "{}{t}", if n == 0 { format!(" {name}=") } else { ",".into() })?;
+            write!(
+                w,
+                "{}{t}",
+                if n == 0 {
+                    format!(" {name}=")
+                } else {
+                    ",".into()
+                }
+            )?;
         }
     }
     if let Some(n) = k.schedule.wave {

@@ -501,7 +501,11 @@ fn parse_param(
                 produced: attrs.produced.is_some(),
                 align: attrs.align,
                 when: attrs.when,
-                hints: attrs.hints.into_iter().map(|(h, _, c)| (h.name, c)).collect(),
+                hints: attrs
+                    .hints
+                    .into_iter()
+                    .map(|(h, _, c)| (h.name, c))
+                    .collect(),
             }),
         });
     }

@@ -19,7 +19,14 @@
 //! reads and writes `state` without a cache policy: the seed's `evict`
 //! (L2 evict-first on the staged state's bulk copy and write-back) is the
 //! parameter's `#[evict_first(..)]` hint, which the scheduler applies to
-//! every access of it. The delta rule states one value row's chain once, in
+//! every access of it. Where ready data waits is the scheduler's too: the
+//! CTA's state rows are a tile (`state.tile(..)`), loaded into registers
+//! with the ready loads or, with `#[stage_through_shared(cfg.staged())]`
+//! (the seed's early >= 2), bulk-copied to shared memory there and read row
+//! by row in the chains; the gate warp's F_B loads, with
+//! `#[stage_through_shared(cfg.gate_staged())]` (early 3), go through
+//! per-lane shared slots by cp.async across its PDL wait (pass
+//! `stage_through_shared`). The delta rule states one value row's chain once, in
 //! phases (`chains(..)`: load, decay and S·k̂, update and S·q̂, send and
 //! store); how many rows are issued side by side (the seed's waves of
 //! passes, at most 4 when the state is staged in shared memory) is the
@@ -172,7 +179,10 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                     }
                 }
             };
-            state_rows.issue(|| tid == 0, || (0..passes).for_each(|p| load_row(&mut history, p)));
+            state_rows.issue(
+                || tid == 0,
+                || (0..passes).for_each(|p| load_row(&mut history, p)),
+            );
             let (mut taps, mut coeff, mut acc) =
                 (regs!([bf16; 3, 3]), regs!([W; 3, 4]), regs!([f32; 3]));
             for s in 0..3 {

@@ -237,3 +237,111 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
     let out = e.out;
     k.regions[r].insts = out;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::Builder;
+    use crate::kernel::{Access, Dim, Provenance};
+    use crate::op::CachePolicy;
+    use crate::passes::test_util::{count, launch, names, top_regions, verified};
+    use crate::types::Scalar;
+    use crate::write::write_kernel;
+
+    /// A warp (threads 32..64) that loads two 16-byte rows of `w` before its
+    /// PDL wait, bitcasts one (`early_use`: stores it there too), and stores
+    /// a lane of each after the wait.
+    fn warp_loads(hinted: bool, early_use: bool) -> Kernel {
+        let mut b = Builder::new("stage", launch(64, 1));
+        b.set_early(true);
+        let w = b.tensor(
+            "w",
+            Scalar::BF16,
+            &[Dim::Const(32), Dim::Const(8)],
+            &[Dim::Const(8), Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
+        b.set_align(w, 16);
+        let out = b.tensor(
+            "out",
+            Scalar::U32,
+            &[Dim::Const(64)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::Write,
+        );
+        b.set_stage_through_shared(w, hinted);
+        let warp = b.role("warp", 32, 32);
+        b.in_role(warp, |b| {
+            let tid = b.thread_idx();
+            let f = b.u32(32);
+            let lane = b.sub(tid, f);
+            let zero = b.u32(0);
+            let row = Type::vec(Scalar::BF16, 8);
+            let a = b.ld_global(w, &[lane, zero], row, CachePolicy::Normal);
+            let a = b.bitcast(a, Type::vec(Scalar::U32, 4));
+            let a0 = b.extract(a, 0);
+            if early_use {
+                b.st_global(out, &[tid], a0, None, CachePolicy::Normal);
+            }
+            let c = b.ld_global(w, &[lane, zero], row, CachePolicy::Normal);
+            b.pdl_wait();
+            let c = b.bitcast(c, Type::vec(Scalar::U32, 4));
+            let c1 = b.extract(c, 1);
+            let s = b.add(a0, c1);
+            b.st_global(out, &[tid], s, None, CachePolicy::Normal);
+        });
+        b.finish()
+    }
+
+    #[test]
+    fn early_loads_go_through_per_thread_slots_read_after_the_wait() {
+        let mut k = warp_loads(true, false);
+        verified(&k);
+        run(&mut k);
+        verified(&k);
+        let text = write_kernel(&k);
+        let role = top_regions(&k)[0];
+        let ops = names(&k, role);
+        let at = |m: &str| {
+            ops.iter()
+                .position(|n| n == m)
+                .unwrap_or_else(|| panic!("{m}: {text}"))
+        };
+        assert_eq!(
+            count(&k, |op| matches!(op, Op::CpAsync { .. })),
+            2,
+            "{text}"
+        );
+        assert_eq!(
+            count(&k, |op| matches!(op, Op::LdGlobal { .. })),
+            0,
+            "{text}"
+        );
+        assert!(at("cp.async") < at("cp.async.commit"), "{text}");
+        assert!(at("cp.async.commit") < at("pdl.wait"), "{text}");
+        assert!(at("pdl.wait") < at("cp.async.wait"), "{text}");
+        assert!(at("cp.async.wait") < at("ld.shared"), "{text}");
+        // the bitcast of the first row moved after the wait with its read
+        assert!(at("ld.shared") < at("bitcast"), "{text}");
+        // two slots of 32 threads of 16 bytes, for the warp only
+        let buf = k.buffers.values().last().expect("a staging buffer");
+        assert_eq!(
+            (buf.elem, buf.len, buf.align),
+            (Scalar::BF16, 2 * 32 * 8, 128)
+        );
+        assert_eq!(buf.roles.len(), 1);
+        assert!(text.contains("stage_through_shared=t0 {"), "{text}");
+    }
+
+    #[test]
+    fn a_region_with_another_early_use_or_without_the_hint_is_left_alone() {
+        for (hinted, early_use) in [(true, true), (false, false)] {
+            let mut k = warp_loads(hinted, early_use);
+            let before = write_kernel(&k);
+            run(&mut k);
+            assert_eq!(write_kernel(&k), before);
+        }
+    }
+}
