@@ -414,7 +414,8 @@ mod tests {
                 "sink_pdl_wait",
                 "hoist_ready_loads",
                 "sink_cluster_wait",
-                "mark_evict_first"
+                "mark_evict_first",
+                "stage_through_shared"
             ]
         );
     }
