@@ -88,6 +88,13 @@ pub fn evict_first(t: kda_ir::Tensor, on: bool) {
     emit(|b| b.set_evict_first(t, on))
 }
 
+/// `#[stage_through_shared(..)]` on a tensor parameter: ask the scheduler to
+/// stage `t`'s ready data through shared memory (its tiles as bulk copies,
+/// its early 16-byte loads as `cp.async`), or not.
+pub fn stage_through_shared(t: kda_ir::Tensor, on: bool) {
+    emit(|b| b.set_stage_through_shared(t, on))
+}
+
 /// A symbolic extent or stride, bound at launch.
 #[track_caller]
 pub fn sym(name: &str) -> Dim {

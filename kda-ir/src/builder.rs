@@ -99,12 +99,13 @@ impl Builder {
     /// Give every global access of `t` the L2 evict-first policy, or not
     /// ([`ScheduleHints::evict_first`](crate::kernel::ScheduleHints::evict_first)).
     pub fn set_evict_first(&mut self, t: Tensor, on: bool) {
-        let hinted = &mut self.k.schedule.evict_first;
-        hinted.retain(|&h| h != t);
-        if on {
-            hinted.push(t);
-            hinted.sort();
-        }
+        set_hinted(&mut self.k.schedule.evict_first, t, on);
+    }
+
+    /// Stage `t`'s ready data through shared memory, or not
+    /// ([`ScheduleHints::stage_through_shared`](crate::kernel::ScheduleHints::stage_through_shared)).
+    pub fn set_stage_through_shared(&mut self, t: Tensor, on: bool) {
+        set_hinted(&mut self.k.schedule.stage_through_shared, t, on);
     }
 
     /// Issue row chains `wave` at a time
@@ -1042,5 +1043,15 @@ impl Builder {
         self.ph.role_depth.pop();
         self.roles.pop();
         self.push0(Op::InRole { role, body: r }, &[]);
+    }
+}
+
+/// Add `t` to (or remove it from) a hint's tensor list, kept sorted and
+/// unique.
+fn set_hinted(hinted: &mut Vec<Tensor>, t: Tensor, on: bool) {
+    hinted.retain(|&h| h != t);
+    if on {
+        hinted.push(t);
+        hinted.sort();
     }
 }

@@ -207,6 +207,16 @@ pub struct ScheduleHints {
     /// its accesses once and the policy is chosen here (the seed's `evict`
     /// on the staged state). In declaration order, each once.
     pub evict_first: Vec<Tensor>,
+    /// Tensors whose ready data goes through shared memory (the seed's
+    /// staging at `early >= 2`): a tile of one of them (`Tensor::tile` in
+    /// the DSL) is one bulk copy into a shared buffer, completing an
+    /// mbarrier, read back with `ld.shared` after a wait, instead of loads
+    /// straight into registers; its 16-byte `ld.global`s issued before the
+    /// role's PDL wait become `cp.async`s into per-thread shared slots, read
+    /// back after the wait (`passes::stage_through_shared`). The program
+    /// states its reads once; where the data lands is chosen here. In
+    /// declaration order, each once.
+    pub stage_through_shared: Vec<Tensor>,
     /// How many independent row chains are issued together: a program that
     /// states one chain in phases (`kda::dsl::chains`) has the phases of
     /// `wave` chains issued one phase after the other, then those of the
@@ -215,6 +225,17 @@ pub struct ScheduleHints {
     /// as it emits the chains; it is kept here so the dump shows the grouping
     /// (no pass reads it). `None`: every chain in one wave. At least 1.
     pub wave: Option<u32>,
+}
+
+impl ScheduleHints {
+    /// The hints that name tensors, with their names in the IR header, in
+    /// header order.
+    pub fn tensor_hints(&self) -> [(&'static str, &Vec<Tensor>); 2] {
+        [
+            ("evict_first", &self.evict_first),
+            ("stage_through_shared", &self.stage_through_shared),
+        ]
+    }
 }
 
 /// Where a value is defined.

@@ -33,6 +33,12 @@
 //!    of a tensor the hint names gets the L2 evict-first policy; the program
 //!    writes its accesses without one.
 //!
+//! 6. `stage_through_shared` (`stage_through_shared`): the 16-byte
+//!    `ld.global`s of a named tensor that a role issues before its PDL wait
+//!    become `cp.async`s into per-thread shared slots, read back with
+//!    `ld.shared` before the first use after the wait (the seed's F_B rows
+//!    at `early = 3`). Tiles of such a tensor are staged by the trace.
+//!
 //! Without `early` only the PDL passes and `mark_evict_first` change
 //! anything: cluster waits stay right after the setup, as the program writes
 //! them.
@@ -80,6 +86,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "mark_evict_first",
         run: passes::mark_evict_first::run,
+    },
+    Pass {
+        name: "stage_through_shared",
+        run: passes::stage_through_shared::run,
     },
 ];
 
@@ -404,7 +414,8 @@ mod tests {
                 "sink_pdl_wait",
                 "hoist_ready_loads",
                 "sink_cluster_wait",
-                "mark_evict_first"
+                "mark_evict_first",
+                "stage_through_shared"
             ]
         );
     }

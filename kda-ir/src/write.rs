@@ -78,9 +78,18 @@ fn write_kernel_to(
     if k.schedule.trigger_at_entry {
         w.push_str(" trigger_at_entry");
     }
-    for (n, t) in k.schedule.evict_first.iter().enumerate() {
-        w.push_str(if n == 0 { " evict_first=" } else { "," });
-        write!(w, "{t}")?;
+    for (name, hinted) in k.schedule.tensor_hints() {
+        for (n, t) in hinted.iter().enumerate() {
+            write!(
+                w,
+                "{}{t}",
+                if n == 0 {
+                    format!(" {name}=")
+                } else {
+                    ",".into()
+                }
+            )?;
+        }
     }
     if let Some(n) = k.schedule.wave {
         write!(w, " wave={n}")?;

@@ -68,10 +68,11 @@ pub struct TensorParam {
     pub align: Option<Expr>,
     /// Declared only when this comptime condition holds (`Option<Tensor>` in the body).
     pub when: Option<Expr>,
-    /// `#[evict_first(cond)]`: every global access of the tensor is L2
-    /// evict-first when this comptime condition holds (the scheduler's
-    /// `evict_first` hint).
-    pub evict_first: Option<Expr>,
+    /// Scheduler hints with their comptime conditions: `#[evict_first(c)]`
+    /// (every global access of the tensor is L2 evict-first when `c` holds),
+    /// `#[stage_through_shared(c)]` (its ready data goes through shared
+    /// memory when `c` holds).
+    pub hints: Vec<(Symbol, Expr)>,
 }
 
 /// One extent or stride of a tensor parameter.
@@ -269,10 +270,13 @@ impl Kernel {
                                 );
                             }
                         }
-                        if let Some((s, _)) = &attrs.evict_first {
+                        for (hint, s, _) in &attrs.hints {
                             cx.error_at(
                                 *s,
-                                "`#[evict_first]` marks a tensor parameter's global traffic, not a comptime parameter",
+                                format!(
+                                    "`#[{}]` marks a tensor parameter's global traffic, not a comptime parameter",
+                                    hint.name.name()
+                                ),
                             );
                         }
                         let mut pt = pt.clone();
@@ -497,7 +501,11 @@ fn parse_param(
                 produced: attrs.produced.is_some(),
                 align: attrs.align,
                 when: attrs.when,
-                evict_first: attrs.evict_first.map(|(_, c)| c),
+                hints: attrs
+                    .hints
+                    .into_iter()
+                    .map(|(h, _, c)| (h.name, c))
+                    .collect(),
             }),
         });
     }
@@ -540,11 +548,13 @@ fn parse_param(
     if let Some(w) = &attrs.when {
         cx.error_spanned_by(w, "`#[when]` applies to tensors");
     }
-    if let Some((s, _)) = &attrs.evict_first {
+    for (hint, s, _) in &attrs.hints {
         cx.error_at(
             *s,
             format!(
-                "`#[evict_first]` applies to tensors (it marks their global loads, stores and bulk copies L2 evict-first); `{ident}` is a scalar, passed by value at launch"
+                "`#[{}]` applies to tensors ({}); `{ident}` is a scalar, passed by value at launch",
+                hint.name.name(),
+                hint.does
             ),
         );
     }

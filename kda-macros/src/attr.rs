@@ -120,6 +120,32 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
     out
 }
 
+/// A scheduler hint a tensor parameter may carry (`#[name]` or
+/// `#[name(cond)]`): the scheduler applies it to the tensor's traffic.
+#[derive(Clone, Copy)]
+pub struct TensorHint {
+    pub name: Symbol,
+    /// What it does to a tensor, for messages.
+    pub does: &'static str,
+    /// A configuration field in the example of the expected syntax.
+    pub example: &'static str,
+}
+
+/// The tensor hints; each sets the IR hint of its name through the
+/// runtime function of its name (`kda::dsl::__rt::evict_first`, ..).
+pub const TENSOR_HINTS: [TensorHint; 2] = [
+    TensorHint {
+        name: EVICT_FIRST,
+        does: "it marks their global loads, stores and bulk copies L2 evict-first",
+        example: "evict",
+    },
+    TensorHint {
+        name: STAGE_THROUGH_SHARED,
+        does: "it stages their ready data through shared memory",
+        example: "staged",
+    },
+];
+
 /// The attributes of one kernel parameter.
 #[derive(Default)]
 pub struct ParamAttrs {
@@ -130,9 +156,10 @@ pub struct ParamAttrs {
     pub strides: Option<(Span, Vec<Expr>)>,
     /// `#[when(cond)]`: the tensor is a parameter only when `cond` (comptime) holds.
     pub when: Option<Expr>,
-    /// `#[evict_first]` or `#[evict_first(cond)]`: the attribute's span and
-    /// the comptime condition (`true` when bare).
-    pub evict_first: Option<(Span, Expr)>,
+    /// Scheduler hints on a tensor (`#[evict_first]`,
+    /// `#[stage_through_shared(cond)]`, see [`TENSOR_HINTS`]): the hint, the
+    /// attribute's span and the comptime condition (`true` when bare).
+    pub hints: Vec<(TensorHint, Span, Expr)>,
     /// Attributes passed through to the generated function (`#[comptime]` parameters only).
     pub other: Vec<Attribute>,
 }
@@ -176,21 +203,25 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                     "expected `#[when(<comptime bool>)]`, e.g. `#[when(cfg.tokens > 1)]`",
                 ),
             }
-        } else if path == EVICT_FIRST {
+        } else if let Some(hint) = TENSOR_HINTS.iter().find(|h| path == h.name) {
             let span = path.get_ident().unwrap().span();
             let cond = match &attr.meta {
                 Meta::Path(_) => Some(syn::parse_quote_spanned!(span=> true)),
                 Meta::List(_) => attr.parse_args::<Expr>().ok(),
                 Meta::NameValue(_) => None,
             };
+            let name = hint.name.name();
             match cond {
-                Some(_) if out.evict_first.is_some() => {
+                Some(_) if out.hints.iter().any(|(h, ..)| h.name.name() == name) => {
                     cx.error_spanned_by(attr, "duplicate attribute")
                 }
-                Some(c) => out.evict_first = Some((span, c)),
+                Some(c) => out.hints.push((*hint, span, c)),
                 None => cx.error_spanned_by(
                     attr,
-                    "expected `#[evict_first]` or `#[evict_first(<comptime bool>)]`, e.g. `#[evict_first(cfg.evict)]`",
+                    format!(
+                        "expected `#[{name}]` or `#[{name}(<comptime bool>)]`, e.g. `#[{name}(cfg.{})]`",
+                        hint.example
+                    ),
                 ),
             }
         } else if path == STRIDES {
@@ -206,7 +237,8 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                 path,
                 format!(
                     "unknown parameter attribute `#[{}]`; expected `#[comptime]`, `#[produced]`, `#[ready]`, \
-                     `#[align(..)]`, `#[strides(..)]`, `#[when(..)]` or `#[evict_first(..)]`",
+                     `#[align(..)]`, `#[strides(..)]`, `#[when(..)]`, `#[evict_first(..)]` or \
+                     `#[stage_through_shared(..)]`",
                     quote::ToTokens::to_token_stream(path).to_string().replace(' ', "")
                 ),
             );

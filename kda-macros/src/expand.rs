@@ -232,16 +232,17 @@ fn expand(k: Kernel) -> TokenStream {
                         quote!(::core::option::Option::Some(#c))
                     },
                 );
-                let evict_first = t.evict_first.as_ref().map(|c| {
+                let hints = t.hints.iter().map(|(hint, c)| {
                     let span = c.span();
-                    quote_spanned!(span=> #rt::evict_first(__kda_tensor.id(), #c);)
+                    let set = syn::Ident::new(hint.name(), span);
+                    quote_spanned!(span=> #rt::#set(__kda_tensor.id(), #c);)
                 });
                 let declare = quote_spanned! {span=>
                     {
                         let __kda_shape = [#(#dims),*];
                         let __kda_strides = #strides;
                         let __kda_tensor = #rt::tensor::<#elem, #rank>(#pname, __kda_shape, __kda_strides, #produced, #align);
-                        #evict_first
+                        #(#hints)*
                         __kda_tensor
                     }
                 };

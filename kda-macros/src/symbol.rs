@@ -104,6 +104,7 @@ pub const ALL: Symbol = Symbol("all");
 pub const COMPLETES: Symbol = Symbol("completes");
 pub const BYTES: Symbol = Symbol("bytes");
 pub const EVICT_FIRST: Symbol = Symbol("evict_first");
+pub const STAGE_THROUGH_SHARED: Symbol = Symbol("stage_through_shared");
 
 // ---- mbarrier methods
 pub const INIT: Symbol = Symbol("init");
@@ -116,7 +117,9 @@ pub const WAIT: Symbol = Symbol("wait");
 pub const WAIT_PHASE: Symbol = Symbol("wait_phase");
 
 // ---- tensor / shared-buffer methods
-pub const LOADS: &[&str] = &["load", "load2", "load4", "load8"];
+/// Methods whose first argument, an array literal, is a tensor index (its
+/// elements may have different integer types): the loads and `tile`.
+pub const LOADS: &[&str] = &["load", "load2", "load4", "load8", "tile"];
 pub const STORES: &[&str] = &["store", "store_if"];
 pub const EVICT_FIRST_VIEW: Symbol = Symbol("evict_first");
 

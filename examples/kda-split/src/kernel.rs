@@ -19,7 +19,14 @@
 //! reads and writes `state` without a cache policy: the seed's `evict`
 //! (L2 evict-first on the staged state's bulk copy and write-back) is the
 //! parameter's `#[evict_first(..)]` hint, which the scheduler applies to
-//! every access of it. The delta rule states one value row's chain once, in
+//! every access of it. Where ready data waits is the scheduler's too: the
+//! CTA's state rows are a tile (`state.tile(..)`), loaded into registers
+//! with the ready loads or, with `#[stage_through_shared(cfg.staged())]`
+//! (the seed's early >= 2), bulk-copied to shared memory there and read row
+//! by row in the chains; the gate warp's F_B loads, with
+//! `#[stage_through_shared(cfg.gate_staged())]` (early 3), go through
+//! per-lane shared slots by cp.async across its PDL wait (pass
+//! `stage_through_shared`). The delta rule states one value row's chain once, in
 //! phases (`chains(..)`: load, decay and S·k̂, update and S·q̂, send and
 //! store); how many rows are issued side by side (the seed's waves of
 //! passes, at most 4 when the state is staged in shared memory) is the
@@ -73,6 +80,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     #[align(16)]
     #[strides(_, _, { cfg.staged().then_some(128) }, 1)]
     #[evict_first(cfg.schedule.evict)]
+    #[stage_through_shared(cfg.staged())]
     state: Tensor<f32, cache, { cfg.heads }, 128, 128>,
     output: Tensor<bf16, rows, { cfg.dim() }>,
     #[produced] gate: Tensor<G, rows, { cfg.dim() }>,
@@ -80,7 +88,9 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     lower_bound: f32,
     scale: f32,
     eps: f32,
-    #[align(16)] f_b_weight: Tensor<bf16, { cfg.dim() }, 128>,
+    #[align(16)]
+    #[stage_through_shared(cfg.gate_staged())]
+    f_b_weight: Tensor<bf16, { cfg.dim() }, 128>,
     #[when(cfg.tokens > 1)] accepted: Tensor<i32, requests>,
 ) {
     let (t_n, c_n, rows, lanes) = (cfg.tokens, cfg.cluster(), cfg.rows(), cfg.lanes());
@@ -121,13 +131,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
             roles = [state_role, gate_role]
         );
         let decays = shared!([f32; t_n, 128], guard = decay_full, roles = [state_role, gate_role]);
-        let state_full = cfg
-            .staged()
-            .then(|| mbarrier!(arrivals = 1, tx = rows * 512));
-        let staged = cfg.staged().then(|| shared!([f32; rows, 128], align = 128));
-        let gate_rows = cfg
-            .gate_staged()
-            .then(|| shared!([u32; rows / 2, 32, 4], align = 128));
+        let state_rows = state.tile([read, head, value_base, 0], [rows, 128]);
         let (q, k) = (shared!([f32; t_n, 128]), shared!([f32; t_n, 128]));
         let (v, out) = (shared!([f32; t_n, rows]), shared!([f32; owned, 128]));
         let reductions = shared!([f32; t_n, 8]);
@@ -145,9 +149,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                 }
                 decay_full.init();
                 decay_full.arm();
-                if let Some(full) = state_full {
-                    full.init();
-                }
+                state_rows.init();
             }
             fence_mbarrier_init();
             cluster_arrive_relaxed();
@@ -164,28 +166,23 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
             let v_channel = head * 128 + value_base + (tid & (rows - 1));
             let channel = |s: usize| (if s == 2 { v_channel } else { qk_channel }) + s as u32 * dim;
 
-            // ---- ready loads: state rows (or their bulk copy), conv taps, weights
+            // ---- ready loads: this CTA's state rows, conv taps, weights. Row p
+            // of the state tile goes to registers here, or (staged by the
+            // scheduler) thread 0 bulk-copies the tile and row p is read from
+            // shared memory in phase 0 of its chain.
             let mut history = regs!([f32; passes, chunks, 4]);
-            if let (Some(staged), Some(full)) = (staged, state_full) {
-                // Thread 0 initialised `full` with the other barriers above.
-                if tid == 0 {
-                    full.arm();
-                    bulk_copy!(
-                        staged[0] = state[[read, head, value_base, 0]],
-                        bytes = rows * 512,
-                        completes = full
-                    );
-                }
-            } else {
-                for p in 0..passes {
-                    for j in 0..chunks {
-                        let v4 = state.load4([read, head, value_base + safe_row[p], column(j)]);
-                        for e in 0..4 {
-                            history[[p, j, e]] = v4.lane(e);
-                        }
+            let load_row = |history: &mut Regs<f32>, p: usize| {
+                for j in 0..chunks {
+                    let v4 = state_rows.row(safe_row[p]).load4(column(j));
+                    for e in 0..4 {
+                        history[[p, j, e]] = v4.lane(e);
                     }
                 }
-            }
+            };
+            state_rows.issue(
+                || tid == 0,
+                || (0..passes).for_each(|p| load_row(&mut history, p)),
+            );
             let (mut taps, mut coeff, mut acc) =
                 (regs!([bf16; 3, 3]), regs!([W; 3, 4]), regs!([f32; 3]));
             for s in 0..3 {
@@ -280,23 +277,11 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                         dk[[j, e]] = d4[e];
                     }
                 }
-                if let Some(full) = state_full {
-                    full.wait();
-                }
                 let (owner, slot) = (tok as u32 % c_n, tok / c_n as usize);
                 let (mut dots, mut outs) = (regs!([f32; passes]), regs!([f32; passes]));
                 chains(passes, 4, |p, phase| match phase {
-                    // the row from shared memory (staged state)
-                    0 => {
-                        if let Some(staged) = staged {
-                            for j in 0..chunks {
-                                let v4 = staged.load4(safe_row[p] * 128 + column(j));
-                                for e in 0..4 {
-                                    history[[p, j, e]] = v4.lane(e);
-                                }
-                            }
-                        }
-                    }
+                    // the row (when staged: from shared memory)
+                    0 => state_rows.read(|| load_row(&mut history, p)),
                     // decay, then u = S·k̂ summed over the row's lanes
                     1 => {
                         for j in 0..chunks {
@@ -473,37 +458,28 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                     let (l, h) = (l.lanes(), h.lanes());
                     [[l[0], h[0], l[1], h[1]], [l[2], h[2], l[3], h[3]]]
                 };
+                // Staged by the scheduler (early 3), each 16-byte piece goes
+                // through the lane's own shared slot by cp.async, read back
+                // after the PDL wait.
                 let mut af: Vec<Vec<[Val<u32>; 4]>> = vec![Vec::new(); tiles];
-                if let Some(staging) = gate_rows {
-                    // Early 3: each lane cp.asyncs its own 16-byte operands now.
-                    for tile in 0..tiles {
-                        for (chunk, half) in (0..4u32).flat_map(|c| [(c, 0), (c, 1)]) {
-                            let copy = (tile as u32 * 4 + chunk) * 2 + half;
-                            let src = [row_of(tile, half), qd * 8 + 32 * chunk];
-                            cp_async!(staging[[copy, lane, 0]] = f_b_weight[src]);
-                        }
-                    }
-                    cp_async_commit();
-                } else {
-                    for (tile, at) in af.iter_mut().enumerate() {
-                        for chunk in 0..(if wide { 4 } else { 8 }) {
-                            if wide {
-                                let col = qd * 8 + 32 * chunk;
-                                let low = f_b_weight.load8([row_of(tile, 0), col]).bitcast();
-                                let high = f_b_weight.load8([row_of(tile, 1), col]).bitcast();
-                                at.extend(split(low, high));
-                            } else {
-                                let col = qd * 4 + 16 * chunk;
-                                let l = f_b_weight
-                                    .load4([row_of(tile, 0), col])
-                                    .bitcast::<[u32; 2]>()
-                                    .lanes();
-                                let h = f_b_weight
-                                    .load4([row_of(tile, 1), col])
-                                    .bitcast::<[u32; 2]>()
-                                    .lanes();
-                                at.push([l[0], h[0], l[1], h[1]]);
-                            }
+                for (tile, at) in af.iter_mut().enumerate() {
+                    for chunk in 0..(if wide { 4 } else { 8 }) {
+                        if wide {
+                            let col = qd * 8 + 32 * chunk;
+                            let low = f_b_weight.load8([row_of(tile, 0), col]).bitcast();
+                            let high = f_b_weight.load8([row_of(tile, 1), col]).bitcast();
+                            at.extend(split(low, high));
+                        } else {
+                            let col = qd * 4 + 16 * chunk;
+                            let l = f_b_weight
+                                .load4([row_of(tile, 0), col])
+                                .bitcast::<[u32; 2]>()
+                                .lanes();
+                            let h = f_b_weight
+                                .load4([row_of(tile, 1), col])
+                                .bitcast::<[u32; 2]>()
+                                .lanes();
+                            at.push([l[0], h[0], l[1], h[1]]);
                         }
                     }
                 }
@@ -536,18 +512,6 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                         })
                         .collect()
                 };
-                if let Some(staging) = gate_rows {
-                    cp_async_wait(0);
-                    for (tile, at) in af.iter_mut().enumerate() {
-                        for chunk in 0..4u32 {
-                            let copy = (tile as u32 * 4 + chunk) * 2;
-                            at.extend(split(
-                                staging.load4([copy, lane, 0]),
-                                staging.load4([copy + 1, lane, 0]),
-                            ));
-                        }
-                    }
-                }
                 let chains = if cfg.gate_mode == GateMode::MmaChains {
                     4
                 } else {

@@ -483,31 +483,8 @@ impl Parser {
         }
         self.k.schedule.early = self.eat_ident("early");
         self.k.schedule.trigger_at_entry = self.eat_ident("trigger_at_entry");
-        if self.eat_ident("evict_first") {
-            self.expect('=')?;
-            loop {
-                let pos = self.pos();
-                let t = self.tensor()?;
-                if self
-                    .k
-                    .schedule
-                    .evict_first
-                    .last()
-                    .is_some_and(|&last| last >= t)
-                {
-                    return err(
-                        pos,
-                        format!(
-                            "evict_first lists {t} out of order or twice; name each tensor once, in declaration order"
-                        ),
-                    );
-                }
-                self.k.schedule.evict_first.push(t);
-                if !self.eat(',') {
-                    break;
-                }
-            }
-        }
+        self.k.schedule.evict_first = self.tensor_hint("evict_first")?;
+        self.k.schedule.stage_through_shared = self.tensor_hint("stage_through_shared")?;
         if self.eat_ident("wave") {
             self.expect('=')?;
             let pos = self.pos();
@@ -525,6 +502,32 @@ impl Parser {
             return self.unexpected("end of input after the kernel");
         }
         Ok(())
+    }
+
+    /// `name=t0,t3,..` in the kernel header (nothing when absent): declared
+    /// tensors in declaration order, each once.
+    fn tensor_hint(&mut self, name: &str) -> R<Vec<Tensor>> {
+        let mut hinted: Vec<Tensor> = Vec::new();
+        if !self.eat_ident(name) {
+            return Ok(hinted);
+        }
+        self.expect('=')?;
+        loop {
+            let pos = self.pos();
+            let t = self.tensor()?;
+            if hinted.last().is_some_and(|&last| last >= t) {
+                return err(
+                    pos,
+                    format!(
+                        "{name} lists {t} out of order or twice; name each tensor once, in declaration order"
+                    ),
+                );
+            }
+            hinted.push(t);
+            if !self.eat(',') {
+                return Ok(hinted);
+            }
+        }
     }
 
     fn finish(self) -> R<Kernel> {

@@ -7,6 +7,7 @@ pub mod place_pdl_trigger;
 pub mod place_pdl_wait;
 pub mod sink_cluster_wait;
 pub mod sink_pdl_wait;
+pub mod stage_through_shared;
 
 use crate::entities::{Inst, Region};
 use crate::kernel::Kernel;

@@ -97,21 +97,22 @@ fn hints(cx: &mut Ctx) {
             "the wave hint is 0; a wave issues at least one row chain",
         );
     }
-    let hinted = &k.schedule.evict_first;
-    for (n, &t) in hinted.iter().enumerate() {
-        if k.tensors.get(t).is_none() {
-            cx.decl_error(
-                &here,
-                format!(
-                    "the evict_first hint names {t}, which is not a declared tensor (the kernel declares {})",
-                    k.tensors.len()
-                ),
-            );
-        } else if hinted[..n].contains(&t) {
-            cx.decl_error(
-                &here,
-                format!("the evict_first hint names {t} twice; name each tensor once"),
-            );
+    for (name, hinted) in k.schedule.tensor_hints() {
+        for (n, &t) in hinted.iter().enumerate() {
+            if k.tensors.get(t).is_none() {
+                cx.decl_error(
+                    &here,
+                    format!(
+                        "the {name} hint names {t}, which is not a declared tensor (the kernel declares {})",
+                        k.tensors.len()
+                    ),
+                );
+            } else if hinted[..n].contains(&t) {
+                cx.decl_error(
+                    &here,
+                    format!("the {name} hint names {t} twice; name each tensor once"),
+                );
+            }
         }
     }
 }
