@@ -76,6 +76,46 @@ fn launches_by_name_with_and_without_the_when_tensor() {
     }
 }
 
+/// `offset` exists only in the `with_offset` configuration (a `#[when]`
+/// scalar: `Option<Val<u32>>` in the body); `Args` always carries it and
+/// binds it by name only where the kernel declares it.
+#[cluster_kernel(block = 32)]
+fn shifted(
+    #[comptime] with_offset: bool,
+    x: Tensor<f32, rows, 32>,
+    y: Tensor<f32, rows, 32>,
+    #[when(with_offset)] offset: u32,
+) {
+    let (r, c) = (block_idx(0), thread_idx());
+    let v = x[[r, c]];
+    y[[r, c]] = match offset {
+        Some(o) => v + o.cast::<f32>(),
+        None => v,
+    };
+}
+
+#[test]
+fn a_when_scalar_is_declared_only_where_its_condition_holds() {
+    let s = setup(2);
+    for with_offset in [false, true] {
+        let kernel = shifted(with_offset);
+        assert_eq!(kernel.scalars.len(), with_offset as usize);
+        let module = s.dev.load(&kernel).unwrap();
+        let args = shifted::Args::<SimDevice> {
+            x: s.x.arg(),
+            y: s.y.arg(),
+            offset: 5,
+        };
+        args.launch(&s.dev, &module, Launch::grid([2, 1, 1]))
+            .unwrap();
+        let y = s.y.to_vec(&s.dev).unwrap();
+        for (i, v) in y.iter().enumerate() {
+            let want = i as f32 + if with_offset { 5.0 } else { 0.0 };
+            assert_eq!(*v, want, "with_offset {with_offset}, element {i}");
+        }
+    }
+}
+
 #[test]
 fn a_strided_view_launches_through_the_same_args() {
     // x is the transpose of a [32, rows] tensor: strides [1, rows].

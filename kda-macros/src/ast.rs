@@ -57,7 +57,9 @@ pub struct Param {
 #[allow(clippy::large_enum_variant)]
 pub enum ParamKind {
     Tensor(TensorParam),
-    Scalar(ElemTy),
+    /// A scalar and its `#[when]` condition (declared only when it holds:
+    /// `Option<Val<T>>` in the body).
+    Scalar(ElemTy, Option<Expr>),
 }
 
 pub struct TensorParam {
@@ -292,7 +294,7 @@ impl Kernel {
         for (i, p) in params.iter().enumerate() {
             let d = match p.kind {
                 ParamKind::Tensor(_) => Decl::Tensor(i),
-                ParamKind::Scalar(_) => Decl::Scalar(i),
+                ParamKind::Scalar(..) => Decl::Scalar(i),
             };
             decls.insert(p.ident.to_string(), d);
         }
@@ -545,9 +547,6 @@ fn parse_param(
     if let Some((s, _)) = &attrs.strides {
         cx.error_at(*s, "`#[strides]` applies to tensors");
     }
-    if let Some(w) = &attrs.when {
-        cx.error_spanned_by(w, "`#[when]` applies to tensors");
-    }
     for (hint, s, _) in &attrs.hints {
         cx.error_at(
             *s,
@@ -560,7 +559,7 @@ fn parse_param(
     }
     Some(Param {
         ident,
-        kind: ParamKind::Scalar(scalar),
+        kind: ParamKind::Scalar(scalar, attrs.when),
     })
 }
 

@@ -258,15 +258,31 @@ fn expand(k: Kernel) -> TokenStream {
                     },
                 });
             }
-            ParamKind::Scalar(s) => {
+            ParamKind::Scalar(s, when) => {
                 let var = format_ident!("__kda_scalar_{}", id);
                 let ty = scalar_variant(&s.name, s.span);
                 let elem = elem_path(&s.name, s.span);
-                decl_tokens.push(quote_spanned!(span=> let #var = #rt::scalar(#pname, #ty);));
-                reads.push(quote_spanned! {span=>
-                    #[allow(unused_variables)]
-                    let #id: ::kda::dsl::Val<#elem> = #rt::param::<#elem>(#var);
-                });
+                match when {
+                    None => {
+                        decl_tokens
+                            .push(quote_spanned!(span=> let #var = #rt::scalar(#pname, #ty);));
+                        reads.push(quote_spanned! {span=>
+                            #[allow(unused_variables)]
+                            let #id: ::kda::dsl::Val<#elem> = #rt::param::<#elem>(#var);
+                        });
+                    }
+                    // Declared only when the comptime condition holds.
+                    Some(cond) => {
+                        decl_tokens.push(quote_spanned! {span=>
+                            let #var = if #cond { ::core::option::Option::Some(#rt::scalar(#pname, #ty)) } else { ::core::option::Option::None };
+                        });
+                        reads.push(quote_spanned! {span=>
+                            #[allow(unused_variables)]
+                            let #id: ::core::option::Option<::kda::dsl::Val<#elem>> =
+                                #var.map(|v| #rt::param::<#elem>(v));
+                        });
+                    }
+                }
             }
         }
     }

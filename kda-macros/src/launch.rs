@@ -49,7 +49,7 @@ pub fn module(
         .filter(|t| {
             params.iter().any(|p| match &p.kind {
                 ParamKind::Tensor(tp) => *t == tp.elem.name,
-                ParamKind::Scalar(_) => false,
+                ParamKind::Scalar(..) => false,
             })
         })
         .collect();
@@ -123,9 +123,12 @@ pub fn module(
                     tensors.push(quote!((#name, ::core::option::Option::Some(self.#id.erase()))));
                 }
             }
-            ParamKind::Scalar(s) => {
+            ParamKind::Scalar(s, _) => {
                 let ty = format_ident!("{}", s.name);
-                let doc = format!("Scalar `{}`.", s.name);
+                let doc = format!(
+                    "Scalar `{}` (a `#[when]` scalar binds by name only where the kernel declares it).",
+                    s.name
+                );
                 fields.push(quote! {
                     #[doc = #doc]
                     pub #id: #ty,

@@ -115,7 +115,7 @@ pub fn analyse(k: &mut Kernel) -> Flow {
     for p in &k.params {
         let lv = match p.kind {
             crate::ast::ParamKind::Tensor(_) => Level::Comptime,
-            crate::ast::ParamKind::Scalar(_) => UNKNOWN,
+            crate::ast::ParamKind::Scalar(..) => UNKNOWN,
         };
         top.insert(p.ident.to_string(), lv);
     }
