@@ -154,9 +154,57 @@ fn shared_memory_budget() {
     assert!(e.inst.is_none());
 }
 
+/// A tensor hint's list in the schedule.
+type HintList = fn(&mut kda_ir::ScheduleHints) -> &mut Vec<kda_ir::Tensor>;
+
 #[test]
-fn the_evict_first_hint_names_declared_tensors_once() {
-    let hinted = |hint: &dyn Fn(kda_ir::Tensor) -> Vec<kda_ir::Tensor>| {
+fn the_tensor_hints_name_declared_tensors_once() {
+    let set: [(&str, HintList); 2] = [
+        ("evict_first", |s| &mut s.evict_first),
+        ("stage_through_shared", |s| &mut s.stage_through_shared),
+    ];
+    for (name, list) in set {
+        let hinted = |hint: &dyn Fn(kda_ir::Tensor) -> Vec<kda_ir::Tensor>| {
+            let mut b = Builder::new(
+                "t",
+                LaunchDecl {
+                    block: 32,
+                    cluster: 1,
+                    min_blocks_per_sm: None,
+                },
+            );
+            let x = b.tensor(
+                "x",
+                Scalar::F32,
+                &[Dim::Const(32)],
+                &[Dim::Const(1)],
+                Provenance::Ready,
+                Access::Read,
+            );
+            let mut k = b.finish();
+            *list(&mut k.schedule) = hint(x);
+            k
+        };
+        assert_err(
+            &hinted(&|_| vec![kda_ir::Tensor::from_u32(3)]),
+            &format!(
+                "the {name} hint names t3, which is not a declared tensor (the kernel declares 1)"
+            ),
+        );
+        assert_err(
+            &hinted(&|x| vec![x, x]),
+            &format!("the {name} hint names t0 twice; name each tensor once"),
+        );
+        assert_ok(&hinted(&|x| vec![x]));
+        assert_ok(&hinted(&|_| vec![]));
+    }
+}
+
+/// Staging a tensor through shared memory moves its reads: a tensor the
+/// kernel only writes is refused (evict_first, which marks stores too, is not).
+#[test]
+fn the_stage_through_shared_hint_names_a_tensor_the_kernel_reads() {
+    let hinted = |access: Access, stage: bool| {
         let mut b = Builder::new(
             "t",
             LaunchDecl {
@@ -165,28 +213,28 @@ fn the_evict_first_hint_names_declared_tensors_once() {
                 min_blocks_per_sm: None,
             },
         );
-        let x = b.tensor(
-            "x",
+        let y = b.tensor(
+            "y",
             Scalar::F32,
             &[Dim::Const(32)],
             &[Dim::Const(1)],
             Provenance::Ready,
-            Access::Read,
+            access,
         );
-        let mut k = b.finish();
-        k.schedule.evict_first = hint(x);
-        k
+        if stage {
+            b.set_stage_through_shared(y, true);
+        } else {
+            b.set_evict_first(y, true);
+        }
+        b.finish()
     };
     assert_err(
-        &hinted(&|_| vec![kda_ir::Tensor::from_u32(3)]),
-        "the evict_first hint names t3, which is not a declared tensor (the kernel declares 1)",
+        &hinted(Access::Write, true),
+        "the stage_through_shared hint names tensor t0 \"y\", which the kernel only writes",
     );
-    assert_err(
-        &hinted(&|x| vec![x, x]),
-        "the evict_first hint names t0 twice; name each tensor once",
-    );
-    assert_ok(&hinted(&|x| vec![x]));
-    assert_ok(&hinted(&|_| vec![]));
+    assert_ok(&hinted(Access::Read, true));
+    assert_ok(&hinted(Access::ReadWrite, true));
+    assert_ok(&hinted(Access::Write, false));
 }
 
 #[test]
