@@ -154,39 +154,67 @@ fn shared_memory_budget() {
     assert!(e.inst.is_none());
 }
 
-#[test]
-fn the_evict_first_hint_names_declared_tensors_once() {
-    let hinted = |hint: &dyn Fn(kda_ir::Tensor) -> Vec<kda_ir::Tensor>| {
-        let mut b = Builder::new(
-            "t",
-            LaunchDecl {
-                block: 32,
-                cluster: 1,
-                min_blocks_per_sm: None,
-            },
-        );
-        let x = b.tensor(
+/// A tensor hint's list in the schedule.
+type HintList = fn(&mut kda_ir::ScheduleHints) -> &mut Vec<kda_ir::Tensor>;
+
+/// A kernel declaring one tensor `x` with this access, its schedule hints
+/// set by `hint`.
+fn hinted(
+    access: Access,
+    hint: impl FnOnce(&mut kda_ir::ScheduleHints, kda_ir::Tensor),
+) -> kda_ir::Kernel {
+    let mut x = None;
+    let mut k = kernel(32, |b| {
+        x = Some(b.tensor(
             "x",
             Scalar::F32,
             &[Dim::Const(32)],
             &[Dim::Const(1)],
             Provenance::Ready,
-            Access::Read,
+            access,
+        ));
+    });
+    hint(&mut k.schedule, x.expect("the tensor is declared"));
+    k
+}
+
+#[test]
+fn the_tensor_hints_name_declared_tensors_once() {
+    let set: [(&str, HintList); 2] = [
+        ("evict_first", |s| &mut s.evict_first),
+        ("stage_through_shared", |s| &mut s.stage_through_shared),
+    ];
+    for (name, list) in set {
+        let named = |hint: fn(kda_ir::Tensor) -> Vec<kda_ir::Tensor>| {
+            hinted(Access::Read, |s, x| *list(s) = hint(x))
+        };
+        assert_err(
+            &named(|_| vec![kda_ir::Tensor::from_u32(3)]),
+            &format!(
+                "the {name} hint names t3, which is not a declared tensor (the kernel declares 1)"
+            ),
         );
-        let mut k = b.finish();
-        k.schedule.evict_first = hint(x);
-        k
-    };
+        assert_err(
+            &named(|x| vec![x, x]),
+            &format!("the {name} hint names t0 twice; name each tensor once"),
+        );
+        assert_ok(&named(|x| vec![x]));
+        assert_ok(&named(|_| vec![]));
+    }
+}
+
+/// Staging a tensor through shared memory moves its reads: a tensor the
+/// kernel only writes is refused (evict_first, which marks stores too, is not).
+#[test]
+fn the_stage_through_shared_hint_names_a_tensor_the_kernel_reads() {
+    let staged = |access| hinted(access, |s, x| s.stage_through_shared = vec![x]);
     assert_err(
-        &hinted(&|_| vec![kda_ir::Tensor::from_u32(3)]),
-        "the evict_first hint names t3, which is not a declared tensor (the kernel declares 1)",
+        &staged(Access::Write),
+        "the stage_through_shared hint names tensor t0 \"x\", which the kernel only writes",
     );
-    assert_err(
-        &hinted(&|x| vec![x, x]),
-        "the evict_first hint names t0 twice; name each tensor once",
-    );
-    assert_ok(&hinted(&|x| vec![x]));
-    assert_ok(&hinted(&|_| vec![]));
+    assert_ok(&staged(Access::Read));
+    assert_ok(&staged(Access::ReadWrite));
+    assert_ok(&hinted(Access::Write, |s, x| s.evict_first = vec![x]));
 }
 
 #[test]

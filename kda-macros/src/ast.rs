@@ -276,8 +276,9 @@ impl Kernel {
                             cx.error_at(
                                 *s,
                                 format!(
-                                    "`#[{}]` marks a tensor parameter's global traffic, not a comptime parameter",
-                                    hint.name.name()
+                                    "`#[{}]` applies to tensors ({}), not a comptime parameter",
+                                    hint.name.name(),
+                                    hint.does
                                 ),
                             );
                         }

@@ -215,33 +215,65 @@ fn the_early_flag_follows_the_launch() {
 }
 
 #[test]
-fn the_evict_first_hint_names_declared_tensors_in_order() {
+fn the_tensor_hints_name_declared_tensors_in_order() {
     let decls = "  tensor t0 \"x\": f32[32] strides[1] ready read align 4  ; @<kda>:0:0\n  tensor t1 \"y\": f32[32] strides[1] ready write align 4  ; @<kda>:0:0\n";
-    for (hint, named) in [("", 0), (" evict_first=t1", 1), (" evict_first=t0,t1", 2)] {
-        let text = format!("kernel k block=32 cluster=1 early{hint} {{\n{decls}}}\n");
-        let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(k.schedule.evict_first.len(), named, "{hint}");
-        assert!(k.schedule.early);
-        assert_eq!(write_kernel(&k), text);
+    let hinted = |k: &crate::Kernel, name: &str| {
+        k.schedule
+            .tensor_hints()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, ts)| ts.len())
+    };
+    for name in ["evict_first", "stage_through_shared"] {
+        for (hint, named) in [
+            (String::new(), 0),
+            (format!(" {name}=t1"), 1),
+            (format!(" {name}=t0,t1"), 2),
+        ] {
+            let text = format!("kernel k block=32 cluster=1 early{hint} {{\n{decls}}}\n");
+            let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(hinted(&k, name), Some(named), "{hint}");
+            assert!(k.schedule.early);
+            assert_eq!(write_kernel(&k), text);
+        }
+        for (hint, msg) in [
+            (format!(" {name}=t2"), "t2 is not declared".to_string()),
+            (
+                format!(" {name}=t1,t0"),
+                format!("{name} lists t0 out of order or twice"),
+            ),
+            (
+                format!(" {name}=t1,t1"),
+                format!("{name} lists t1 out of order or twice"),
+            ),
+            (format!(" {name}=s0"), "expected a tensor (`t0`)".into()),
+            (format!(" {name}=sym0"), "expected a tensor (`t0`)".into()),
+            (format!(" {name} early"), "expected `=`".into()),
+            (format!(" {name}=t0 early"), "expected `{`".into()),
+        ] {
+            let text = format!("kernel k block=32 cluster=1{hint} {{\n{decls}}}\n");
+            let e = parse_kernel(&text).expect_err(&text).to_string();
+            assert!(e.contains(&msg), "{hint}: {e}");
+        }
     }
-    for (hint, msg) in [
-        (" evict_first=t2", "t2 is not declared"),
+    // Both hints, each with its own list, in header order.
+    let text = format!(
+        "kernel k block=32 cluster=1 evict_first=t1 stage_through_shared=t0 {{\n{decls}}}\n"
+    );
+    let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
         (
-            " evict_first=t1,t0",
-            "evict_first lists t0 out of order or twice",
+            hinted(&k, "evict_first"),
+            hinted(&k, "stage_through_shared")
         ),
-        (
-            " evict_first=t1,t1",
-            "evict_first lists t1 out of order or twice",
-        ),
-        (" evict_first=s0", "expected a tensor (`t0`)"),
-        (" evict_first early", "expected `=`"),
-        (" evict_first=t0 early", "expected `{`"),
-    ] {
-        let text = format!("kernel k block=32 cluster=1{hint} {{\n{decls}}}\n");
-        let e = parse_kernel(&text).expect_err(&text).to_string();
-        assert!(e.contains(msg), "{hint}: {e}");
-    }
+        (Some(1), Some(1))
+    );
+    assert_eq!(write_kernel(&k), text);
+    let swapped = format!(
+        "kernel k block=32 cluster=1 stage_through_shared=t0 evict_first=t1 {{\n{decls}}}\n"
+    );
+    let e = parse_kernel(&swapped).expect_err(&swapped).to_string();
+    assert!(e.contains("expected `{`"), "{e}");
 }
 
 #[test]

@@ -15,9 +15,10 @@
 //! the reads, so nothing loaded is live across the wait.
 //!
 //! A region where a loaded value is used before the wait by anything but
-//! pure arithmetic (a store, a collective, a nested region) is left as it
-//! is. Tiles of a hinted tensor are staged by the trace instead
-//! (`kda::dsl::Tile`: one bulk copy); they issue no `ld.global`.
+//! pure arithmetic (a store, a collective, a nested region, the index of a
+//! staged load) is left as it is. Tiles of a hinted tensor are staged by the
+//! trace instead (`kda::dsl::Tile`: one bulk copy); they issue no
+//! `ld.global`.
 //!
 //! Runs last: after `hoist_ready_loads` has put the ready loads before the
 //! wait (without `early` the wait is at the kernel's entry and no load
@@ -115,11 +116,16 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
     let mut loaded: HashSet<Value> = staged.iter().map(|&i| k.insts[i].results[0]).collect();
     let mut derived: Vec<Inst> = Vec::new();
     for &i in &insts[..w] {
+        let uses = |k: &Kernel, j: Inst| k.insts[j].args.iter().any(|a| loaded.contains(a));
         if staged.contains(&i) {
+            // Its cp.async is issued where the load was, before the wait;
+            // an index computed from a loaded value is only there after it.
+            if uses(k, i) {
+                return;
+            }
             continue;
         }
         let d = &k.insts[i];
-        let uses = |k: &Kernel, j: Inst| k.insts[j].args.iter().any(|a| loaded.contains(a));
         if !contains(k, i, &uses) {
             continue;
         }
@@ -248,10 +254,21 @@ mod tests {
     use crate::types::Scalar;
     use crate::write::write_kernel;
 
+    /// What the warp of [`warp_loads`] does with its first row before the wait.
+    #[derive(Clone, Copy, Debug)]
+    enum EarlyUse {
+        /// Only the bitcast and the lane extract (pure arithmetic).
+        Arithmetic,
+        /// Also stores a lane of it.
+        Store,
+        /// Also indexes the second load with a lane of it.
+        Index,
+    }
+
     /// A warp (threads 32..64) that loads two 16-byte rows of `w` before its
-    /// PDL wait, bitcasts one (`early_use`: stores it there too), and stores
-    /// a lane of each after the wait.
-    fn warp_loads(hinted: bool, early_use: bool) -> Kernel {
+    /// PDL wait, bitcasts one (and `early_use`), and stores a lane of each
+    /// after the wait.
+    fn warp_loads(hinted: bool, early_use: EarlyUse) -> Kernel {
         let mut b = Builder::new("stage", launch(64, 1));
         b.set_early(true);
         let w = b.tensor(
@@ -282,10 +299,16 @@ mod tests {
             let a = b.ld_global(w, &[lane, zero], row, CachePolicy::Normal);
             let a = b.bitcast(a, Type::vec(Scalar::U32, 4));
             let a0 = b.extract(a, 0);
-            if early_use {
-                b.st_global(out, &[tid], a0, None, CachePolicy::Normal);
+            let mut second = lane;
+            match early_use {
+                EarlyUse::Arithmetic => {}
+                EarlyUse::Store => b.st_global(out, &[tid], a0, None, CachePolicy::Normal),
+                EarlyUse::Index => {
+                    let rows = b.u32(31);
+                    second = b.bin(BinOp::And, a0, rows);
+                }
             }
-            let c = b.ld_global(w, &[lane, zero], row, CachePolicy::Normal);
+            let c = b.ld_global(w, &[second, zero], row, CachePolicy::Normal);
             b.pdl_wait();
             let c = b.bitcast(c, Type::vec(Scalar::U32, 4));
             let c1 = b.extract(c, 1);
@@ -297,7 +320,7 @@ mod tests {
 
     #[test]
     fn early_loads_go_through_per_thread_slots_read_after_the_wait() {
-        let mut k = warp_loads(true, false);
+        let mut k = warp_loads(true, EarlyUse::Arithmetic);
         verified(&k);
         run(&mut k);
         verified(&k);
@@ -337,11 +360,16 @@ mod tests {
 
     #[test]
     fn a_region_with_another_early_use_or_without_the_hint_is_left_alone() {
-        for (hinted, early_use) in [(true, true), (false, false)] {
+        for (hinted, early_use) in [
+            (true, EarlyUse::Store),
+            (true, EarlyUse::Index),
+            (false, EarlyUse::Arithmetic),
+        ] {
             let mut k = warp_loads(hinted, early_use);
+            verified(&k);
             let before = write_kernel(&k);
             run(&mut k);
-            assert_eq!(write_kernel(&k), before);
+            assert_eq!(write_kernel(&k), before, "{early_use:?}");
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::Ctx;
 use super::signature::MAX_TX;
+use crate::kernel::Access;
 use crate::loc::Loc;
 use crate::types::Scalar;
 
@@ -86,8 +87,9 @@ fn tensors(cx: &mut Ctx) {
     }
 }
 
-/// The schedule hints name declared tensors, each once, and a wave holds
-/// at least one row chain.
+/// The schedule hints name declared tensors, each once, a wave holds at
+/// least one row chain, and staging through shared memory names a tensor
+/// the kernel reads.
 fn hints(cx: &mut Ctx) {
     let k = cx.k;
     let here = Loc::synthetic();
@@ -113,6 +115,22 @@ fn hints(cx: &mut Ctx) {
                     format!("the {name} hint names {t} twice; name each tensor once"),
                 );
             }
+        }
+    }
+    // Staging moves a tensor's reads; on a tensor the kernel only writes it
+    // would change nothing, which is not what naming it asks for.
+    for &t in &k.schedule.stage_through_shared {
+        if let Some(d) = k.tensors.get(t)
+            && d.access == Access::Write
+        {
+            cx.decl_error(
+                &d.loc,
+                format!(
+                    "the stage_through_shared hint names tensor {t} {:?}, which the kernel only writes; \
+                     the hint stages a tensor's reads (its tiles and early 16-byte loads) through shared memory",
+                    d.name
+                ),
+            );
         }
     }
 }
