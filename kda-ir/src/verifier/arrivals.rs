@@ -313,6 +313,10 @@ impl Counter<'_, '_> {
             return Count::Unknown;
         };
         let n = k.launch.cluster.max(1);
+        if n > super::decls::MAX_CLUSTER {
+            // Reported by the declaration check; not walked rank by rank.
+            return Count::Unknown;
+        }
         let mut landed = vec![0u64; n as usize];
         for rank in 0..n {
             for &t in active {

@@ -7,6 +7,10 @@ use crate::kernel::Access;
 use crate::loc::Loc;
 use crate::types::Scalar;
 
+/// The largest cluster the verifier accepts (CTAs; 16 is Hopper's
+/// non-portable limit). Checks that walk the cluster's ranks assume it.
+pub(crate) const MAX_CLUSTER: u32 = 16;
+
 /// Shared memory one CTA may use on sm_90 (227 KiB).
 pub(crate) const SMEM_LIMIT: u64 = 227 * 1024;
 
@@ -34,10 +38,10 @@ fn launch(cx: &mut Ctx) {
             ),
         );
     }
-    if !(1..=16).contains(&l.cluster) {
+    if !(1..=MAX_CLUSTER).contains(&l.cluster) {
         cx.decl_error(
             &here,
-            format!("cluster of {} CTAs; allowed: 1 to 16", l.cluster),
+            format!("cluster of {} CTAs; allowed: 1 to {MAX_CLUSTER}", l.cluster),
         );
     }
     if l.min_blocks_per_sm == Some(0) {
