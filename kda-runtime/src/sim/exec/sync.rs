@@ -46,9 +46,15 @@ pub(super) fn exec(
             mb.init(count);
         }
         &Ins::MbarArrive { bar, tx, ring, cta } => {
-            let mut m = active;
             let mut released = (u32::MAX, u32::MAX);
             let nctas = cx.ctas.len() as u32;
+            // Each active lane's barrier (ring element) and CTA first: a
+            // phase completing while a later lane of the warp arrives on the
+            // same barrier is misuse, while a later lane arriving on another
+            // barrier (another ring element, another CTA's) is not.
+            let mut lanes = [(0u32, 0u32, 0u32); 32];
+            let mut n_lanes = 0;
+            let mut m = active;
             while m != 0 {
                 let l = m.trailing_zeros();
                 m &= m - 1;
@@ -70,6 +76,11 @@ pub(super) fn exec(
                         r as u32
                     }
                 };
+                lanes[n_lanes] = (l, rank, bar);
+                n_lanes += 1;
+            }
+            let lanes = &lanes[..n_lanes];
+            for (n, &(l, rank, bar)) in lanes.iter().enumerate() {
                 if cx.race.on && released != (rank, bar) {
                     cx.race.release_bar(rank, bar, gw);
                     released = (rank, bar);
@@ -84,7 +95,11 @@ pub(super) fn exec(
                     cx.race.complete_bar(rank, bar, ph + 1, had_tx);
                 }
                 match res {
-                    Ok(true) if m != 0 => {
+                    Ok(true)
+                        if lanes[n + 1..]
+                            .iter()
+                            .any(|&(_, r, b)| (r, b) == (rank, bar)) =>
+                    {
                         let msg = format!(
                             "{} lanes arrive at once on mbarrier `{}` of CTA rank {} whose count is {count}: \
                              phase {ph} completes and the other lanes arrive on phase {}",
