@@ -67,15 +67,30 @@ impl<T: Elem, const R: usize> Tensor<T, R> {
             )
         });
         let staged = staged_hint.then(|| {
+            // One row needs its elements adjacent (innermost stride 1);
+            // more rows also need each row right after the previous one.
             let contiguous = [kda_ir::Dim::Const(cols as u64), kda_ir::Dim::Const(1)];
+            let adjacent = if rows == 1 {
+                strides[R - 1] == kda_ir::Dim::Const(1)
+            } else {
+                strides[R - 2..] == contiguous
+            };
             assert!(
-                rows == 1 || strides[R - 2..] == contiguous,
+                adjacent,
                 "kda: `{name}` is staged through shared memory in tiles of {rows} rows of {cols}, \
                  copied in one piece: its innermost strides must be {cols} and 1 \
                  (`#[strides(.., {cols}, 1)]`), not {:?}",
                 &strides[R - 2..]
             );
-            let bytes = rows * cols * T::SCALAR.bytes();
+            let bytes = rows
+                .checked_mul(cols)
+                .and_then(|n| n.checked_mul(T::SCALAR.bytes()))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "kda: a tile of {rows} rows of {cols} `{name}` elements has more than \
+                         u32::MAX bytes; a staged tile is one bulk copy into shared memory"
+                    )
+                });
             let bar = super::__rt::mbarrier(&format!("{name}_tile_full"), 1, bytes, &[]);
             let guard = Some(Some(bar.id()));
             let buf =
