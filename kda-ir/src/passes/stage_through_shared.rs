@@ -177,7 +177,10 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
         k,
         out: Vec::with_capacity(insts.len() + 4 * staged.len() + 8),
     };
+    // The thread's index in the role, then its slot offset per element
+    // size: a bf16 and an f32 tensor hold 8 and 4 elements per slot.
     let mut thread: Option<Value> = None;
+    let mut scaled: Vec<(u32, Value)> = Vec::new();
     let mut slots: Vec<(Inst, Buffer, Value)> = Vec::new();
     let last = *staged.last().expect("some loads are staged");
     for &i in &insts[..w] {
@@ -192,7 +195,7 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
             unreachable!("staged loads are ld.global")
         };
         let per_slot = SLOT_BYTES / e.k.tensors[tensor].dtype.bytes();
-        let t = match thread {
+        let rel = match thread {
             Some(t) => t,
             None => {
                 let tid = e
@@ -204,8 +207,16 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
                     let f = e.iconst(first);
                     e.bin(BinOp::Sub, tid, f)
                 };
+                *thread.insert(t)
+            }
+        };
+        let t = match scaled.iter().find(|&&(p, _)| p == per_slot) {
+            Some(&(_, t)) => t,
+            None => {
                 let size = e.iconst(per_slot);
-                *thread.insert(e.bin(BinOp::Mul, t, size))
+                let t = e.bin(BinOp::Mul, rel, size);
+                scaled.push((per_slot, t));
+                t
             }
         };
         let (_, buffer, n) = buffers
@@ -356,6 +367,130 @@ mod tests {
         );
         assert_eq!(buf.roles.len(), 1);
         assert!(text.contains("stage_through_shared=t0 {"), "{text}");
+    }
+
+    /// A warp that loads a 16-byte row of `w` (bf16, 8 per slot) and one of
+    /// `g` (f32, 4 per slot) before its PDL wait and stores a lane of each
+    /// after it.
+    fn two_element_sizes() -> Kernel {
+        let mut b = Builder::new("stage2", launch(64, 1));
+        b.set_early(true);
+        let w = b.tensor(
+            "w",
+            Scalar::BF16,
+            &[Dim::Const(32), Dim::Const(8)],
+            &[Dim::Const(8), Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
+        let g = b.tensor(
+            "g",
+            Scalar::F32,
+            &[Dim::Const(32), Dim::Const(4)],
+            &[Dim::Const(4), Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
+        b.set_align(w, 16);
+        b.set_align(g, 16);
+        let out = b.tensor(
+            "out",
+            Scalar::U32,
+            &[Dim::Const(64)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::Write,
+        );
+        b.set_stage_through_shared(w, true);
+        b.set_stage_through_shared(g, true);
+        let warp = b.role("warp", 32, 32);
+        b.in_role(warp, |b| {
+            let tid = b.thread_idx();
+            let f = b.u32(32);
+            let lane = b.sub(tid, f);
+            let zero = b.u32(0);
+            let a = b.ld_global(
+                w,
+                &[lane, zero],
+                Type::vec(Scalar::BF16, 8),
+                CachePolicy::Normal,
+            );
+            let c = b.ld_global(
+                g,
+                &[lane, zero],
+                Type::vec(Scalar::F32, 4),
+                CachePolicy::Normal,
+            );
+            b.pdl_wait();
+            let a = b.bitcast(a, Type::vec(Scalar::U32, 4));
+            let c = b.bitcast(c, Type::vec(Scalar::U32, 4));
+            let a0 = b.extract(a, 0);
+            let c1 = b.extract(c, 1);
+            let s = b.add(a0, c1);
+            b.st_global(out, &[tid], s, None, CachePolicy::Normal);
+        });
+        b.finish()
+    }
+
+    /// The value of a slot's element index (constants, the thread index and
+    /// `sub`/`mul`/`add` of them) in thread `tid`.
+    fn slot_at(k: &Kernel, v: Value, tid: i128) -> i128 {
+        let ValueDef::Result(i, _) = k.values[v].def else {
+            panic!("{v} is not an instruction's result")
+        };
+        let d = &k.insts[i];
+        let arg = |n: usize| slot_at(k, d.args[n], tid);
+        match d.op {
+            Op::IConst(c) => i128::from(c),
+            Op::Special(Special::ThreadIdx) => tid,
+            Op::Bin(BinOp::Sub) => arg(0) - arg(1),
+            Op::Bin(BinOp::Mul) => arg(0) * arg(1),
+            Op::Bin(BinOp::Add) => arg(0) + arg(1),
+            ref op => panic!("{op:?} in a slot index"),
+        }
+    }
+
+    /// Every thread's slot of each tensor's buffer lies inside it, and no
+    /// two threads share one: a thread's slot offset is scaled by the
+    /// elements per slot of the tensor it is for, not of the first one.
+    #[test]
+    fn slots_of_tensors_of_different_element_sizes_are_each_threads_own() {
+        let mut k = two_element_sizes();
+        verified(&k);
+        run(&mut k);
+        let text = write_kernel(&k);
+        verified(&k);
+        let mut slots: Vec<(Buffer, Vec<i128>)> = Vec::new();
+        k.walk(|i, _| {
+            if let Op::CpAsync { buffer, .. } = k.insts[i].op {
+                let at: Vec<i128> = (32..64)
+                    .map(|t| slot_at(&k, k.insts[i].args[0], t))
+                    .collect();
+                slots.push((buffer, at));
+            }
+        });
+        assert_eq!(slots.len(), 2, "{text}");
+        for (buffer, at) in slots {
+            let d = &k.buffers[buffer];
+            let per_slot = 16 / i128::from(d.elem.bytes());
+            let mut seen = at.clone();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(
+                seen.len(),
+                32,
+                "{}: two threads share a slot: {at:?}\n{text}",
+                d.name
+            );
+            for e in at {
+                assert!(
+                    e >= 0 && e + per_slot <= i128::from(d.len),
+                    "{}: slot at {e} outside its {} elements\n{text}",
+                    d.name,
+                    d.len
+                );
+            }
+        }
     }
 
     #[test]
