@@ -58,3 +58,56 @@ fn one_warps_arrivals_on_different_ctas_barriers_each_count_once() {
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     }
 }
+
+/// Thread 0 of rank 0 arrives on rank 1's barrier after the cluster
+/// barrier that follows the init, and rank 1 exits without waiting for it
+/// (no cluster barrier after the arrival): on the GPU rank 1's shared
+/// memory may be gone (or another CTA's) when the arrival lands.
+const ARRIVE_AFTER_PEER_EXIT: &str = r#"
+kernel arrive_after_exit block=32 cluster=2 {
+  mbarrier bar0 "empty": arrivals 1 tx 0  ; @b.rs:1:1
+  v0:u32 = special tid  ; @b.rs:2:1
+  v1:u32 = iconst 0  ; @b.rs:3:1
+  v2:bool = cmp.eq v0, v1  ; @b.rs:4:1
+  if v2 {
+    mbarrier.init bar0  ; @b.rs:5:1
+  } else {
+  }  ; @b.rs:4:1
+  fence.mbarrier_init  ; @b.rs:6:1
+  cluster.arrive  ; @b.rs:7:1
+  cluster.wait  ; @b.rs:8:1
+  v3:u32 = special cluster_rank  ; @b.rs:9:1
+  v4:bool = cmp.eq v3, v1  ; @b.rs:10:1
+  v5:bool = and v2, v4  ; @b.rs:11:1
+  v6:u32 = iconst 1  ; @b.rs:12:1
+  if v5 {
+    mbarrier.arrive.remote bar0, cta v6  ; @b.rs:13:1
+  } else {
+  }  ; @b.rs:11:1
+}
+"#;
+
+#[test]
+fn an_arrival_on_an_exited_peer_is_reported() {
+    let k = parse_kernel(ARRIVE_AFTER_PEER_EXIT).unwrap_or_else(|e| panic!("{e}"));
+    let mut reported = 0;
+    for seed in 0..16 {
+        let dev = SimDevice::with_options(SimOptions {
+            seed: Some(seed),
+            ..SimOptions::default()
+        });
+        let m = dev.load_unverified(&k).unwrap();
+        let cfg = LaunchConfig {
+            grid: [2, 1, 1],
+            pdl: false,
+            syms: vec![],
+            scalars: vec![],
+        };
+        if let Err(e) = dev.launch(&m, &cfg, &[]) {
+            let e = e.to_string();
+            assert!(e.contains("which has exited"), "seed {seed}: {e}");
+            reported += 1;
+        }
+    }
+    assert!(reported > 0, "no interleaving ran rank 1 to its exit first");
+}

@@ -73,7 +73,21 @@ pub(super) fn exec(
                                 site: Box::new(site(prog, w, cx, Some(l))),
                             });
                         }
-                        r as u32
+                        let r = r as u32;
+                        // The peer's shared memory (its barrier) is there
+                        // only while it runs: on the GPU an arrival after
+                        // its exit is undefined, which a cluster barrier
+                        // between the two rules out.
+                        if r != w.rank && cx.ctas[r as usize].live == 0 {
+                            let msg = format!(
+                                "arrive on mbarrier `{}` of CTA rank {r}, which has exited: its shared \
+                                 memory is gone; pass a cluster barrier (arrived on by the arriving threads, \
+                                 waited on by the peer) before the peer exits",
+                                bar_name(k, bar)
+                            );
+                            return Err(misuse(prog, w, cx, Some(l), msg));
+                        }
+                        r
                     }
                 };
                 lanes[n_lanes] = (l, rank, bar);
