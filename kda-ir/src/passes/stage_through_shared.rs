@@ -265,6 +265,40 @@ mod tests {
     use crate::types::Scalar;
     use crate::write::write_kernel;
 
+    /// A ready `[32, cols]` row-major tensor the kernel reads, 16-byte
+    /// aligned, staged where `hinted`.
+    fn staged_rows(
+        b: &mut Builder,
+        name: &str,
+        dtype: Scalar,
+        cols: u32,
+        hinted: bool,
+    ) -> crate::entities::Tensor {
+        let t = b.tensor(
+            name,
+            dtype,
+            &[Dim::Const(32), Dim::Const(cols.into())],
+            &[Dim::Const(cols.into()), Dim::Const(1)],
+            Provenance::Ready,
+            Access::Read,
+        );
+        b.set_align(t, 16);
+        b.set_stage_through_shared(t, hinted);
+        t
+    }
+
+    /// The `[64]` u32 tensor the test kernels store into.
+    fn out64(b: &mut Builder) -> crate::entities::Tensor {
+        b.tensor(
+            "out",
+            Scalar::U32,
+            &[Dim::Const(64)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::Write,
+        )
+    }
+
     /// What the warp of [`warp_loads`] does with its first row before the wait.
     #[derive(Clone, Copy, Debug)]
     enum EarlyUse {
@@ -282,24 +316,8 @@ mod tests {
     fn warp_loads(hinted: bool, early_use: EarlyUse) -> Kernel {
         let mut b = Builder::new("stage", launch(64, 1));
         b.set_early(true);
-        let w = b.tensor(
-            "w",
-            Scalar::BF16,
-            &[Dim::Const(32), Dim::Const(8)],
-            &[Dim::Const(8), Dim::Const(1)],
-            Provenance::Ready,
-            Access::Read,
-        );
-        b.set_align(w, 16);
-        let out = b.tensor(
-            "out",
-            Scalar::U32,
-            &[Dim::Const(64)],
-            &[Dim::Const(1)],
-            Provenance::Ready,
-            Access::Write,
-        );
-        b.set_stage_through_shared(w, hinted);
+        let w = staged_rows(&mut b, "w", Scalar::BF16, 8, hinted);
+        let out = out64(&mut b);
         let warp = b.role("warp", 32, 32);
         b.in_role(warp, |b| {
             let tid = b.thread_idx();
@@ -375,34 +393,9 @@ mod tests {
     fn two_element_sizes() -> Kernel {
         let mut b = Builder::new("stage2", launch(64, 1));
         b.set_early(true);
-        let w = b.tensor(
-            "w",
-            Scalar::BF16,
-            &[Dim::Const(32), Dim::Const(8)],
-            &[Dim::Const(8), Dim::Const(1)],
-            Provenance::Ready,
-            Access::Read,
-        );
-        let g = b.tensor(
-            "g",
-            Scalar::F32,
-            &[Dim::Const(32), Dim::Const(4)],
-            &[Dim::Const(4), Dim::Const(1)],
-            Provenance::Ready,
-            Access::Read,
-        );
-        b.set_align(w, 16);
-        b.set_align(g, 16);
-        let out = b.tensor(
-            "out",
-            Scalar::U32,
-            &[Dim::Const(64)],
-            &[Dim::Const(1)],
-            Provenance::Ready,
-            Access::Write,
-        );
-        b.set_stage_through_shared(w, true);
-        b.set_stage_through_shared(g, true);
+        let w = staged_rows(&mut b, "w", Scalar::BF16, 8, true);
+        let g = staged_rows(&mut b, "g", Scalar::F32, 4, true);
+        let out = out64(&mut b);
         let warp = b.role("warp", 32, 32);
         b.in_role(warp, |b| {
             let tid = b.thread_idx();
