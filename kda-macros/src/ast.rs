@@ -282,6 +282,28 @@ impl Kernel {
                                 ),
                             );
                         }
+                        // A comptime parameter is Rust configuration, always
+                        // present, never a launch parameter: these would be
+                        // silently ignored.
+                        if let Some(w) = &attrs.when {
+                            cx.error_spanned_by(
+                                w,
+                                "`#[when]` declares a tensor or scalar parameter only where its condition holds; \
+                                 a comptime parameter is always there (branch on it in the body instead)",
+                            );
+                        }
+                        if let Some(a) = &attrs.align {
+                            cx.error_spanned_by(
+                                a,
+                                "`#[align]` applies to tensors, not a comptime parameter",
+                            );
+                        }
+                        if let Some((s, _)) = &attrs.strides {
+                            cx.error_at(
+                                *s,
+                                "`#[strides]` applies to tensors, not a comptime parameter",
+                            );
+                        }
                         let mut pt = pt.clone();
                         pt.attrs = attrs.other;
                         comptime.push(pt);
