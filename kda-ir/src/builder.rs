@@ -24,7 +24,7 @@ use crate::kernel::{
     ScalarDecl, SymDecl, TensorDecl, ValueData, ValueDef,
 };
 use crate::loc::Loc;
-use crate::op::{BinOp, CachePolicy, CmpOp, InstData, Op, ShflMode, Special, UnOp};
+use crate::op::{BinOp, CachePolicy, CmpOp, Op, ShflMode, Special, UnOp};
 use crate::types::{Scalar, Type};
 
 /// Builds a [`Kernel`]: declarations, then instructions appended at the cursor
@@ -280,25 +280,9 @@ impl Builder {
         result_tys: &[Type],
     ) -> Vec<Value> {
         let loc = self.loc();
-        let inst = self.k.insts.push(InstData {
-            op,
-            args: args.to_vec(),
-            results: vec![],
-            loc,
-        });
-        let results: Vec<Value> = result_tys
-            .iter()
-            .enumerate()
-            .map(|(n, &ty)| {
-                self.k.values.push(ValueData {
-                    ty,
-                    def: ValueDef::Result(inst, n as u32),
-                })
-            })
-            .collect();
-        self.k.insts[inst].results = results.clone();
+        let inst = self.k.add_inst(op, args.to_vec(), result_tys, loc);
         self.k.regions[region].insts.push(inst);
-        results
+        self.k.insts[inst].results.clone()
     }
 
     #[track_caller]

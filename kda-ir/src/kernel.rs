@@ -331,6 +331,35 @@ impl Kernel {
         self.values[v].ty
     }
 
+    /// A new instruction with one result value per type of `result_tys`,
+    /// not yet placed in any region (the caller puts it in one).
+    pub fn add_inst(
+        &mut self,
+        op: crate::op::Op,
+        args: Vec<Value>,
+        result_tys: &[Type],
+        loc: Loc,
+    ) -> Inst {
+        let inst = self.insts.push(InstData {
+            op,
+            args,
+            results: vec![],
+            loc,
+        });
+        let results = result_tys
+            .iter()
+            .enumerate()
+            .map(|(n, &ty)| {
+                self.values.push(ValueData {
+                    ty,
+                    def: ValueDef::Result(inst, n as u32),
+                })
+            })
+            .collect();
+        self.insts[inst].results = results;
+        inst
+    }
+
     /// Visit every instruction in layout order (pre-order: an instruction
     /// before the instructions of its regions), with its nesting path.
     pub fn walk(&self, mut f: impl FnMut(Inst, &[Inst])) {

@@ -29,9 +29,9 @@
 use std::collections::HashSet;
 
 use crate::entities::{Buffer, Inst, Region, Role, Value};
-use crate::kernel::{BufferDecl, Kernel, ValueData, ValueDef};
+use crate::kernel::{BufferDecl, Kernel};
 use crate::loc::Loc;
-use crate::op::{BinOp, InstData, Op, Special};
+use crate::op::{BinOp, Op, Special};
 use crate::passes::contains;
 use crate::types::Type;
 
@@ -63,22 +63,10 @@ struct Emit<'a> {
 
 impl Emit<'_> {
     fn push(&mut self, op: Op, args: Vec<Value>, ty: Option<Type>) -> Option<Value> {
-        let inst = self.k.insts.push(InstData {
-            op,
-            args,
-            results: vec![],
-            loc: Loc::synthetic(),
-        });
-        let result = ty.map(|ty| {
-            let v = self.k.values.push(ValueData {
-                ty,
-                def: ValueDef::Result(inst, 0),
-            });
-            self.k.insts[inst].results.push(v);
-            v
-        });
+        let tys: Vec<Type> = ty.into_iter().collect();
+        let inst = self.k.add_inst(op, args, &tys, Loc::synthetic());
         self.out.push(inst);
-        result
+        self.k.insts[inst].results.first().copied()
     }
 
     fn iconst(&mut self, c: u32) -> Value {
@@ -259,7 +247,7 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
 mod tests {
     use super::*;
     use crate::builder::Builder;
-    use crate::kernel::{Access, Dim, Provenance};
+    use crate::kernel::{Access, Dim, Provenance, ValueDef};
     use crate::op::CachePolicy;
     use crate::passes::test_util::{count, launch, names, top_regions, verified};
     use crate::types::Scalar;
