@@ -1,8 +1,25 @@
 //! Remote arrivals (`mbarrier.arrive.remote`) on the simulator: what one
 //! warp's lanes do when they name different CTAs' barriers.
 
+use kda_ir::Kernel;
 use kda_ir::parse::parse_kernel;
-use kda_runtime::{Device, LaunchConfig, SimDevice, SimOptions};
+use kda_runtime::{Device, LaunchConfig, RuntimeError, SimDevice, SimOptions};
+
+/// One launch of `k` (no arguments) on `ctas` CTAs under interleaving `seed`.
+fn launch_seeded(k: &Kernel, ctas: u32, seed: u64) -> Result<(), RuntimeError> {
+    let dev = SimDevice::with_options(SimOptions {
+        seed: Some(seed),
+        ..SimOptions::default()
+    });
+    let m = dev.load_unverified(k)?;
+    let cfg = LaunchConfig {
+        grid: [ctas, 1, 1],
+        pdl: false,
+        syms: vec![],
+        scalars: vec![],
+    };
+    dev.launch(&m, &cfg, &[])
+}
 
 /// Lane `r` (r < 4) of every CTA of a cluster of 4 arrives on CTA `r`'s
 /// barrier (count 4): each CTA's barrier receives one arrival from each
@@ -43,19 +60,7 @@ fn one_warps_arrivals_on_different_ctas_barriers_each_count_once() {
         panic!("{errs:?}");
     }
     for seed in 0..8 {
-        let dev = SimDevice::with_options(SimOptions {
-            seed: Some(seed),
-            ..SimOptions::default()
-        });
-        let m = dev.load_unverified(&k).unwrap();
-        let cfg = LaunchConfig {
-            grid: [4, 1, 1],
-            pdl: false,
-            syms: vec![],
-            scalars: vec![],
-        };
-        dev.launch(&m, &cfg, &[])
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        launch_seeded(&k, 4, seed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     }
 }
 
@@ -92,18 +97,7 @@ fn an_arrival_on_an_exited_peer_is_reported() {
     let k = parse_kernel(ARRIVE_AFTER_PEER_EXIT).unwrap_or_else(|e| panic!("{e}"));
     let mut reported = 0;
     for seed in 0..16 {
-        let dev = SimDevice::with_options(SimOptions {
-            seed: Some(seed),
-            ..SimOptions::default()
-        });
-        let m = dev.load_unverified(&k).unwrap();
-        let cfg = LaunchConfig {
-            grid: [2, 1, 1],
-            pdl: false,
-            syms: vec![],
-            scalars: vec![],
-        };
-        if let Err(e) = dev.launch(&m, &cfg, &[]) {
+        if let Err(e) = launch_seeded(&k, 2, seed) {
             let e = e.to_string();
             assert!(e.contains("which has exited"), "seed {seed}: {e}");
             reported += 1;
