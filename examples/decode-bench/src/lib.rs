@@ -285,10 +285,10 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
     sweep.point(&mamba, SWEEP_BATCH, &mamba.sweep_at(SWEEP_BATCH));
     for batch in DEFAULT_ONLY_BATCHES {
         for g in &gdn {
-            let pair = sweep.default_and_best(g, g.default_schedule(batch), &g.sweep());
+            let pair = sweep.default_and_best(g, batch);
             sweep.point(g, batch, &pair);
         }
-        let pair = sweep.default_and_best(&mamba, mamba.default_schedule(batch), &mamba.sweep());
+        let pair = sweep.default_and_best(&mamba, batch);
         sweep.point(&mamba, batch, &pair);
     }
     Results {
@@ -327,20 +327,17 @@ pub struct Sweep<'a> {
 }
 
 impl Sweep<'_> {
-    /// `default`, then the best schedule of `schedules` measured at
-    /// [`SWEEP_BATCH`] so far (by [`best_row`]) when that is another one.
-    pub fn default_and_best<F: Family>(
-        &self,
-        family: &F,
-        default: F::Schedule,
-        schedules: &[F::Schedule],
-    ) -> Vec<F::Schedule> {
+    /// `family`'s default at `batch`, then the best schedule of its sweep
+    /// list measured at [`SWEEP_BATCH`] so far (by [`best_row`]) when that
+    /// is another one.
+    pub fn default_and_best<F: Family>(&self, family: &F, batch: usize) -> Vec<F::Schedule> {
+        let default = family.default_schedule(batch);
         let label = family.label();
         let best = best_row(&self.rows, &label).and_then(|r| {
-            schedules
-                .iter()
+            family
+                .sweep()
+                .into_iter()
                 .find(|s| family.schedule_label(s) == r.schedule)
-                .copied()
         });
         match best {
             Some(b) if b != default => vec![default, b],
