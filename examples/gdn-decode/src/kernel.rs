@@ -114,6 +114,14 @@ pub struct Schedule {
     /// them, so the page never sits in registers (T = 1: one pass's rows;
     /// T > 1 keeps the rows in registers across tokens as unstaged).
     pub staged: bool,
+    /// Where a cluster of CTAs (v-heads sharing a k-head) says it has read
+    /// the shared q/k conv taps (its releasing `barrier.cluster.arrive`,
+    /// which ptxas makes wait for the thread's loads in flight): right after
+    /// the taps' loads, before the PDL wait, where that wait overlaps the
+    /// previous launch (on: what a batch of one wants); off, after the conv
+    /// has consumed the taps, where nothing is left in flight (3–5 % faster
+    /// at batch 64–512, 10 % slower at batch 1; docs/perf.md).
+    pub early_release: bool,
 }
 
 /// The least batch that gets the bandwidth schedule of [`Schedule::for_batch`]
@@ -131,6 +139,7 @@ impl Default for Schedule {
             early: true,
             trigger_at_entry: false,
             staged: false,
+            early_release: false,
         }
     }
 }
@@ -139,14 +148,18 @@ impl Schedule {
     /// The schedule a launch of `batch` requests gets by default
     /// (`run::run`, the Python package): from batch [`TUNED_BATCH`] on,
     /// evict-first and trigger at entry, and at T = 1 the state staged
-    /// through shared memory; below it the [`Schedule::default`]. Measured on
+    /// through shared memory; below it the [`Schedule::default`] with the
+    /// early release of the conv taps (`early_release`). Measured on
     /// the H200 (`decode-bench`, 2026-12-02, docs/perf.md): at T = 1 +10 %
     /// bandwidth at batches 64, 128 and 512 but 5 % slower at batch 1; at
     /// T = 4 +8 % at batch 64, +5 % at 128, within 1 % at 1 and 512.
     pub fn for_batch(tokens: u32, batch: usize) -> Self {
         let d = Schedule::default();
         if batch < TUNED_BATCH {
-            return d;
+            return Schedule {
+                early_release: true,
+                ..d
+            };
         }
         Schedule {
             evict: true,
@@ -165,7 +178,8 @@ impl Schedule {
     }
 
     /// A short label: `l16`, then `occN`, `evict`, `late` (no early
-    /// schedule), `trig`, `staged` where they differ from the default.
+    /// schedule), `trig`, `staged`, `erel` (early release) where they differ
+    /// from the default.
     pub fn label(&self) -> String {
         let mut s = format!("l{}", self.lanes);
         if self.min_blocks > 0 {
@@ -176,6 +190,7 @@ impl Schedule {
             (!self.early, "late"),
             (self.trigger_at_entry, "trig"),
             (self.staged, "staged"),
+            (self.early_release, "erel"),
         ] {
             if on {
                 s += " ";
@@ -324,8 +339,9 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
                 None => val(0.0),
             };
         }
-        // Every CTA of the group has read its q/k taps (rewritten below).
-        if group_size > 1 {
+        // `early_release`: the group hears here that this CTA has read its
+        // q/k taps (the release waits for those loads, before the PDL wait).
+        if group_size > 1 && schedule.early_release {
             cluster_arrive();
         }
         let nw = norm_weight[value].cast::<f32>().val();
@@ -359,6 +375,12 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
         let act: Vec<[Val<f32>; 2]> = (0..t_n as usize)
             .map(|tok| [0, 1].map(|s| conv_silu(acc[s], &taps, &inputs, &coeff, s, tok, false)))
             .collect();
+        // Every CTA of the group has read its q/k taps (rewritten below):
+        // here, after the conv has consumed them, the releasing arrive finds
+        // no load of this thread in flight (unless `early_release`).
+        if group_size > 1 && !schedule.early_release {
+            cluster_arrive();
+        }
         for (tok, [qk_act, v_act]) in act.iter().copied().enumerate() {
             qk[[tok, tid]] = qk_act;
             if half == 0 {
@@ -584,6 +606,16 @@ pub fn sweep_schedules(tokens: u32) -> Vec<Schedule> {
             evict: true,
             trigger_at_entry: true,
             ..d
+        },
+        // The conv taps' release where a batch of one wants it, with the
+        // default and with the bandwidth schedule.
+        Schedule {
+            early_release: true,
+            ..d
+        },
+        Schedule {
+            early_release: true,
+            ..Schedule::for_batch(tokens, TUNED_BATCH)
         },
     ];
     if tokens == 1 {

@@ -46,6 +46,7 @@ const fn p(
             early: true,
             trigger_at_entry: false,
             staged: false,
+            early_release: false,
         },
         variant,
     }
@@ -68,6 +69,12 @@ const fn knob(
     point
 }
 
+/// `point` with the conv taps released right after their loads.
+const fn early_release(mut point: Point) -> Point {
+    point.schedule.early_release = true;
+    point
+}
+
 pub const MATRIX: &[Point] = &[
     p(1, 1, 1, false, 4, 8, false),
     p(2, 4, 1, true, 3, 16, true),
@@ -82,7 +89,8 @@ pub const MATRIX: &[Point] = &[
 
 /// One small point per schedule knob value other than the default (the
 /// bench sweeps them): occupancy, evict-first, no early schedule, trigger at
-/// entry, staging (at each lane width, T = 1 and T > 1, grouped heads).
+/// entry, staging, the early release of the conv taps (at each lane width,
+/// T = 1 and T > 1, grouped heads).
 pub const KNOBS: &[Point] = &[
     knob(p(1, 2, 1, true, 3, 16, false), 2, false, true, false, false),
     knob(p(2, 2, 1, false, 3, 16, true), 0, true, true, false, false),
@@ -99,6 +107,8 @@ pub const KNOBS: &[Point] = &[
     knob(p(1, 2, 1, false, 4, 32, true), 0, true, true, false, true),
     knob(p(1, 2, 3, true, 3, 8, false), 0, true, true, true, true),
     knob(p(1, 2, 1, true, 3, 8, false), 3, false, true, false, true),
+    early_release(p(1, 2, 1, true, 3, 16, false)),
+    early_release(knob(p(1, 4, 4, false, 4, 8, true), 0, true, true, true, false)),
 ];
 
 impl Point {
