@@ -108,7 +108,14 @@ pub const KNOBS: &[Point] = &[
     knob(p(1, 2, 3, true, 3, 8, false), 0, true, true, true, true),
     knob(p(1, 2, 1, true, 3, 8, false), 3, false, true, false, true),
     early_release(p(1, 2, 1, true, 3, 16, false)),
-    early_release(knob(p(1, 4, 4, false, 4, 8, true), 0, true, true, true, false)),
+    early_release(knob(
+        p(1, 4, 4, false, 4, 8, true),
+        0,
+        true,
+        true,
+        true,
+        false,
+    )),
 ];
 
 impl Point {
