@@ -1,6 +1,6 @@
 //! Synchronisation in `#[cluster_kernel]`: mbarrier declarations (one or an
 //! array), parity tracked per role, multicast sends, cluster barriers, PDL,
-//! and the early-schedule hint.
+//! and the schedule hints (`early`, `late_release`).
 
 use kda::cluster_kernel;
 use kda::ir::write::write_kernel;
@@ -122,4 +122,57 @@ fn parity_is_tracked_per_role() {
     }
     assert!(text.contains("mbarrier.wait bar1, phase 1"), "{text}");
     assert!(!text.contains("mbarrier.wait bar1, phase 2"), "{text}");
+}
+
+/// Every CTA reads its element of a shared row, releases (stated right after
+/// the read), combines it with the produced input, and the first CTA
+/// rewrites the row once the cluster has waited.
+#[cluster_kernel(block = 32, cluster = 2, early = true, late_release = late)]
+fn release(
+    #[comptime] late: bool,
+    row: Tensor<f32, 32>,
+    #[produced] x: Tensor<f32, 32>,
+    y: Tensor<f32, 32>,
+) {
+    let t = thread_idx();
+    let r = row[t];
+    cluster_arrive();
+    pdl_wait();
+    let v = r * x[t];
+    y[t] = v;
+    cluster_wait();
+    if cluster_rank() == 0 {
+        row[t] = v;
+    }
+}
+
+#[test]
+fn late_release_reaches_the_scheduler() {
+    use kda::ir::pipeline::{Options, schedule};
+    for late in [false, true] {
+        let k = release(late);
+        assert_eq!(k.schedule.late_release, late);
+        assert_eq!(write_kernel(&k).contains(" late_release {"), late);
+        let opts = Options {
+            verify_each_pass: true,
+            dump: None,
+            skip: Vec::new(),
+        };
+        let s = schedule(&k, &opts).unwrap_or_else(|e| panic!("{e}"));
+        let text = write_kernel(&s);
+        let lines: Vec<&str> = text.lines().map(str::trim_start).collect();
+        let arrive = lines
+            .iter()
+            .position(|l| l.starts_with("cluster.arrive "))
+            .unwrap_or_else(|| panic!("{text}"));
+        // Stated before the PDL wait; with the hint, after the product that
+        // consumes both loads, right before its store.
+        let next = lines[arrive + 1];
+        if late {
+            assert!(next.starts_with("st.global"), "{text}");
+            assert!(lines[arrive - 1].contains(" = mul "), "{text}");
+        } else {
+            assert!(next.starts_with("pdl.wait"), "{text}");
+        }
+    }
 }

@@ -72,6 +72,13 @@ pub fn trigger_at_entry(flag: bool) {
     emit(|b| b.set_trigger_at_entry(flag))
 }
 
+/// `late_release = ..`: ask the scheduler to move each releasing
+/// `cluster_arrive()` from where the program calls it past the loads'
+/// consumers, to the thread's next write, signal or wait.
+pub fn late_release(flag: bool) {
+    emit(|b| b.set_late_release(flag))
+}
+
 /// `wave = n`: issue the row chains of `chains(..)` `n` at a time.
 #[track_caller]
 pub fn wave(n: u32) {

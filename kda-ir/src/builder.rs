@@ -96,6 +96,13 @@ impl Builder {
         self.k.schedule.trigger_at_entry = at_entry;
     }
 
+    /// Ask the scheduler to sink each releasing `cluster.arrive` past the
+    /// consumers of the loads before it
+    /// ([`ScheduleHints::late_release`](crate::kernel::ScheduleHints::late_release)).
+    pub fn set_late_release(&mut self, late: bool) {
+        self.k.schedule.late_release = late;
+    }
+
     /// Give every global access of `t` the L2 evict-first policy, or not
     /// ([`ScheduleHints::evict_first`](crate::kernel::ScheduleHints::evict_first)).
     pub fn set_evict_first(&mut self, t: Tensor, on: bool) {

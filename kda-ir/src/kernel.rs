@@ -201,6 +201,20 @@ pub struct ScheduleHints {
     /// once, after its last read of a produced tensor. See
     /// `passes::place_pdl_trigger`.
     pub trigger_at_entry: bool,
+    /// Move each releasing `cluster.arrive` (not `.relaxed`) forward, within
+    /// its region, past loads and the work that consumes them, to just
+    /// before the thread's next write, signal or wait (a store, an mbarrier
+    /// arrival, a DSMEM send, another cluster op, `bar.sync`, an mbarrier or
+    /// cluster wait; see `passes::sink_cluster_release`). The program states
+    /// its release where the ordering holds (right after the loads it
+    /// orders); ptxas makes the release wait for every load and store of the
+    /// thread still in flight (`MEMBAR.ALL.GPU`), so a release stated right
+    /// after loads waits for their round trip, while after their values are
+    /// consumed nothing is in flight. A later release orders more, never
+    /// less. Off, the release stays where the program states it, which is
+    /// better when that place overlaps the preceding launch (before the PDL
+    /// wait) and the later one does not.
+    pub late_release: bool,
     /// Tensors whose global traffic is streamed: every `ld.global`,
     /// `st.global`, `cp.async.bulk` and bulk store of them gets the L2
     /// evict-first policy (`passes::mark_evict_first`), so the program states

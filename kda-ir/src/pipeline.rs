@@ -9,7 +9,8 @@
 //!
 //! The program is written once: a `pdl.wait` right before each role's first
 //! read of a *produced* tensor, `cluster.arrive` + `cluster.wait` right after
-//! each role's mbarrier setup. The kernel's [`ScheduleHints`] pick the
+//! each role's mbarrier setup, a releasing `cluster.arrive` right after the
+//! loads it orders. The kernel's [`ScheduleHints`] pick the
 //! schedule the passes derive from it (the seed's `early` and its trigger):
 //!
 //! 0. `place_pdl_trigger` (`trigger_at_entry`): every `pdl.launch_dependents`
@@ -29,19 +30,27 @@
 //!    or the region's end), so each
 //!    role syncs the cluster only right before it needs the peers' barriers.
 //!
-//! 5. `mark_evict_first` (`evict_first`): every global access and bulk copy
+//! 5. `sink_cluster_release` (`late_release`): each releasing
+//!    `cluster.arrive` (the program states it right after the loads whose
+//!    ordering it announces) moves down its region past loads and the work
+//!    that consumes them, to the first write or signal (a store, an
+//!    mbarrier arrival, a DSMEM send, a cluster op) or wait (`bar.sync`, an
+//!    mbarrier wait, a `while`), or the region's end, so the membar ptxas
+//!    emits for the release finds no load in flight.
+//!
+//! 6. `mark_evict_first` (`evict_first`): every global access and bulk copy
 //!    of a tensor the hint names gets the L2 evict-first policy; the program
 //!    writes its accesses without one.
 //!
-//! 6. `stage_through_shared` (`stage_through_shared`): the 16-byte
+//! 7. `stage_through_shared` (`stage_through_shared`): the 16-byte
 //!    `ld.global`s of a named tensor that a role issues before its PDL wait
 //!    become `cp.async`s into per-thread shared slots, read back with
 //!    `ld.shared` before the first use after the wait (the seed's F_B rows
 //!    at `early = 3`). Tiles of such a tensor are staged by the trace.
 //!
-//! Without `early` only the PDL passes and `mark_evict_first` change
-//! anything: cluster waits stay right after the setup, as the program writes
-//! them.
+//! Without `early` only the PDL passes, `sink_cluster_release` and
+//! `mark_evict_first` change anything: cluster waits stay right after the
+//! setup, as the program writes them.
 //!
 //! [`ScheduleHints`]: crate::kernel::ScheduleHints
 
@@ -82,6 +91,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "sink_cluster_wait",
         run: passes::sink_cluster_wait::run,
+    },
+    Pass {
+        name: "sink_cluster_release",
+        run: passes::sink_cluster_release::run,
     },
     Pass {
         name: "mark_evict_first",
@@ -414,6 +427,7 @@ mod tests {
                 "sink_pdl_wait",
                 "hoist_ready_loads",
                 "sink_cluster_wait",
+                "sink_cluster_release",
                 "mark_evict_first",
                 "stage_through_shared"
             ]

@@ -78,6 +78,9 @@ fn write_kernel_to(
     if k.schedule.trigger_at_entry {
         w.push_str(" trigger_at_entry");
     }
+    if k.schedule.late_release {
+        w.push_str(" late_release");
+    }
     for (name, hinted) in k.schedule.tensor_hints() {
         for (n, t) in hinted.iter().enumerate() {
             write!(

@@ -10,7 +10,7 @@ use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
 /// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., max_regs = ..,
-/// early = .., trigger_at_entry = .., wave = .., name = "..")]`.
+/// early = .., trigger_at_entry = .., late_release = .., wave = .., name = "..")]`.
 /// The values are Rust expressions evaluated when the kernel is traced, so
 /// they may use the `#[comptime]` parameters.
 pub struct Launch {
@@ -22,6 +22,9 @@ pub struct Launch {
     /// Trigger dependent launches at the entry
     /// (`kda::ir::ScheduleHints::trigger_at_entry`).
     pub trigger_at_entry: Option<Expr>,
+    /// Releasing cluster arrives at their latest place
+    /// (`kda::ir::ScheduleHints::late_release`).
+    pub late_release: Option<Expr>,
     /// `.maxnreg`: the registers per thread every warp starts with.
     pub max_regs: Option<Expr>,
     /// Row chains issued together (`kda::ir::ScheduleHints::wave`, applied
@@ -37,6 +40,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
         min_blocks: None,
         early: None,
         trigger_at_entry: None,
+        late_release: None,
         max_regs: None,
         wave: None,
         name: None,
@@ -62,11 +66,13 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             &mut out.max_regs
         } else if nv.path == WAVE {
             &mut out.wave
-        } else if nv.path == EARLY || nv.path == TRIGGER_AT_ENTRY {
+        } else if nv.path == EARLY || nv.path == TRIGGER_AT_ENTRY || nv.path == LATE_RELEASE {
             let hint = if nv.path == EARLY {
                 &mut out.early
-            } else {
+            } else if nv.path == TRIGGER_AT_ENTRY {
                 &mut out.trigger_at_entry
+            } else {
+                &mut out.late_release
             };
             if hint.is_some() {
                 cx.error_spanned_by(&nv.path, "duplicate `cluster_kernel` argument");
@@ -91,7 +97,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             cx.error_spanned_by(
                 &nv.path,
                 format!(
-                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `max_regs`, `early`, `trigger_at_entry`, `wave` or `name`",
+                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `max_regs`, `early`, `trigger_at_entry`, `late_release`, `wave` or `name`",
                     nv.path.get_ident().map_or_else(|| "?".to_string(), |i| i.to_string())
                 ),
             );

@@ -144,6 +144,11 @@ fn expand(k: Kernel) -> TokenStream {
         let rt = rt(span);
         quote_spanned!(span=> #rt::trigger_at_entry(#e);)
     });
+    let late_release = launch.late_release.as_ref().map(|e| {
+        let span = e.span();
+        let rt = rt(span);
+        quote_spanned!(span=> #rt::late_release(#e);)
+    });
     let wave = launch.wave.as_ref().map(|w| {
         let span = w.span();
         let rt = rt(span);
@@ -305,6 +310,7 @@ fn expand(k: Kernel) -> TokenStream {
             let __kda_trace = #rtc::Trace::begin(#name, #rtc::launch(#block, #cluster, #min_blocks));
             #early
             #trigger_at_entry
+            #late_release
             #wave
             #max_regs
             #(#sym_decls)*

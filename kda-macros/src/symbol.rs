@@ -52,6 +52,7 @@ pub const CLUSTER: Symbol = Symbol("cluster");
 pub const MIN_BLOCKS: Symbol = Symbol("min_blocks");
 pub const EARLY: Symbol = Symbol("early");
 pub const TRIGGER_AT_ENTRY: Symbol = Symbol("trigger_at_entry");
+pub const LATE_RELEASE: Symbol = Symbol("late_release");
 pub const MAX_REGS: Symbol = Symbol("max_regs");
 pub const WAVE: Symbol = Symbol("wave");
 pub const NAME: Symbol = Symbol("name");

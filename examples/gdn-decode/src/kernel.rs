@@ -120,7 +120,10 @@ pub struct Schedule {
     /// the taps' loads, before the PDL wait, where that wait overlaps the
     /// previous launch (on: what a batch of one wants); off, after the conv
     /// has consumed the taps, where nothing is left in flight (3–5 % faster
-    /// at batch 64–512, 10 % slower at batch 1; docs/perf.md).
+    /// at batch 64–512, 10 % slower at batch 1; docs/perf.md). The kernel
+    /// states the release at the early place; off asks the scheduler to sink
+    /// it (`late_release`, pass `sink_cluster_release`) past the conv, to
+    /// the conv's first store to shared memory.
     pub early_release: bool,
 }
 
@@ -206,7 +209,8 @@ impl Schedule {
     cluster = cfg.num_v_heads / cfg.num_k_heads,
     min_blocks = (schedule.min_blocks > 0).then_some(schedule.min_blocks),
     early = schedule.early,
-    trigger_at_entry = schedule.trigger_at_entry
+    trigger_at_entry = schedule.trigger_at_entry,
+    late_release = !schedule.early_release
 )]
 pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
     #[comptime] cfg: &GdnConfig,
@@ -339,9 +343,13 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
                 None => val(0.0),
             };
         }
-        // `early_release`: the group hears here that this CTA has read its
-        // q/k taps (the release waits for those loads, before the PDL wait).
-        if group_size > 1 && schedule.early_release {
+        // Every CTA of the group has read its q/k taps (rewritten below,
+        // after the `cluster_wait`). Where the release runs is the
+        // schedule's: here, before the PDL wait, with `early_release`;
+        // otherwise the scheduler sinks it (`late_release`) past the conv to
+        // the conv's first shared store below, where no load of this thread
+        // is in flight for its membar to wait on.
+        if group_size > 1 {
             cluster_arrive();
         }
         let nw = norm_weight[value].cast::<f32>().val();
@@ -375,12 +383,6 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
         let act: Vec<[Val<f32>; 2]> = (0..t_n as usize)
             .map(|tok| [0, 1].map(|s| conv_silu(acc[s], &taps, &inputs, &coeff, s, tok, false)))
             .collect();
-        // Every CTA of the group has read its q/k taps (rewritten below):
-        // here, after the conv has consumed them, the releasing arrive finds
-        // no load of this thread in flight (unless `early_release`).
-        if group_size > 1 && !schedule.early_release {
-            cluster_arrive();
-        }
         for (tok, [qk_act, v_act]) in act.iter().copied().enumerate() {
             qk[[tok, tid]] = qk_act;
             if half == 0 {

@@ -483,6 +483,7 @@ impl Parser {
         }
         self.k.schedule.early = self.eat_ident("early");
         self.k.schedule.trigger_at_entry = self.eat_ident("trigger_at_entry");
+        self.k.schedule.late_release = self.eat_ident("late_release");
         self.k.schedule.evict_first = self.tensor_hint("evict_first")?;
         self.k.schedule.stage_through_shared = self.tensor_hint("stage_through_shared")?;
         if self.eat_ident("wave") {

@@ -192,6 +192,12 @@ fn the_early_flag_follows_the_launch() {
             false,
             None,
         ),
+        (
+            "kernel k block=32 cluster=2 early trigger_at_entry late_release {",
+            true,
+            None,
+        ),
+        ("kernel k block=32 cluster=2 late_release {", false, None),
     ] {
         let text = format!("{header}\n}}\n");
         let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
@@ -201,14 +207,21 @@ fn the_early_flag_follows_the_launch() {
             header.contains("trigger_at_entry"),
             "{header}"
         );
+        assert_eq!(
+            k.schedule.late_release,
+            header.contains("late_release"),
+            "{header}"
+        );
         assert_eq!(k.launch.min_blocks_per_sm, min_blocks, "{header}");
         assert_eq!(write_kernel(&k), text);
     }
-    // `early` comes after `min_blocks`, once.
+    // The flags come after `min_blocks`, in header order, each once.
     for text in [
         "kernel k block=32 cluster=1 early min_blocks=2 {\n}\n",
         "kernel k block=32 cluster=1 early early {\n}\n",
         "kernel k block=32 cluster=1 trigger_at_entry early {\n}\n",
+        "kernel k block=32 cluster=1 late_release trigger_at_entry {\n}\n",
+        "kernel k block=32 cluster=1 late_release late_release {\n}\n",
     ] {
         parse_kernel(text).expect_err(text);
     }

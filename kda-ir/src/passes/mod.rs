@@ -5,6 +5,7 @@ pub mod hoist_ready_loads;
 pub mod mark_evict_first;
 pub mod place_pdl_trigger;
 pub mod place_pdl_wait;
+pub mod sink_cluster_release;
 pub mod sink_cluster_wait;
 pub mod sink_pdl_wait;
 pub mod stage_through_shared;
