@@ -31,6 +31,16 @@
 //! store); how many rows are issued side by side (the seed's waves of
 //! passes, at most 4 when the state is staged in shared memory) is the
 //! `wave = ..` hint.
+//!
+//! The bulk-store experiment (`cfg.bulk_store()`, T > 1; issue 15, "T > 1
+//! restructured for bandwidth"): instead of storing its rows from registers,
+//! each token's chain writes them into a ring of two shared stages (token t
+//! into stage t % 2, one `[rows, 128]` block); after the state threads'
+//! named barrier thread 0 bulk-stores the stage (`rows · 512` contiguous
+//! bytes, skipped for a write hole) while the next token is computed. Before
+//! a stage is written again its store must have read it: thread 0 waits for
+//! that (`bulk_wait_read(0)`) before the barrier of the token in between,
+//! which passes it on to the other threads.
 
 use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
@@ -78,7 +88,7 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     #[when(cfg.tokens == 1)] slots: Tensor<i32, requests>,
     #[when(cfg.tokens > 1)] slot_table: Tensor<i32, requests, slot_width>,
     #[align(16)]
-    #[strides(_, _, { cfg.staged().then_some(128) }, 1)]
+    #[strides(_, _, { (cfg.staged() || cfg.bulk_store()).then_some(128) }, 1)]
     #[evict_first(cfg.schedule.evict)]
     #[stage_through_shared(cfg.staged())]
     state: Tensor<f32, cache, { cfg.heads }, 128, 128>,
@@ -135,6 +145,14 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
         let (q, k) = (shared!([f32; t_n, 128]), shared!([f32; t_n, 128]));
         let (v, out) = (shared!([f32; t_n, rows]), shared!([f32; owned, 128]));
         let reductions = shared!([f32; t_n, 8]);
+        // The bulk-store experiment's ring: token t's new rows in stage t % 2.
+        let stage_even = cfg
+            .bulk_store()
+            .then(|| shared!([f32; rows, 128], align = 128, roles = [state_role]));
+        let stage_odd = cfg
+            .bulk_store()
+            .then(|| shared!([f32; rows, 128], align = 128, roles = [state_role]));
+        let stage_of = |tok: usize| [stage_even, stage_odd][tok % 2];
 
         in_role!(state_role, {
             let tid = thread_idx();
@@ -312,6 +330,26 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                             let pos = output_position(value_base + row[p]);
                             send!(out[[slot, pos]] = o, to = owner, completes = out_full[slot]);
                         }
+                        if let Some(stage) = stage_of(tok) {
+                            // Bulk store: the row goes to the token's stage
+                            // instead (in a masked pass only the valid rows:
+                            // a clamped row is another thread's), and nothing
+                            // is stored from registers.
+                            let put = || {
+                                for j in 0..chunks {
+                                    let h4 = pack([0, 1, 2, 3].map(|e| history[[p, j, e]]));
+                                    stage.store([safe_row[p], column(j)], h4);
+                                }
+                            };
+                            if masked {
+                                if valid {
+                                    put();
+                                }
+                            } else {
+                                put();
+                            }
+                            return;
+                        }
                         let write = writes[tok];
                         let live = if t_n > 1 { Some(write > 0) } else { None };
                         // store where the row is real and the write slot live
@@ -332,6 +370,29 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                         }
                     }
                 });
+                if let Some(stage) = stage_of(tok) {
+                    // The stage's writes, then the async proxy's read of it.
+                    fence_proxy_async();
+                    if tok >= 1 && tok + 1 < t_n as usize {
+                        // Token tok + 1 writes stage (tok - 1) % 2 again:
+                        // its store (if any; the newest group) has read it,
+                        // and the barrier below tells the others.
+                        if tid == 0 {
+                            bulk_wait_read(0);
+                        }
+                    }
+                    bar_sync(1, 128);
+                    if tid == 0 {
+                        let write = writes[tok];
+                        if write > 0 {
+                            bulk_store!(
+                                state[[write, head, value_base, 0]] = stage[[0, 0]],
+                                bytes = rows * 512
+                            );
+                            bulk_commit();
+                        }
+                    }
+                }
             }
 
             // ---- conv state: [tap 1, tap 2, inputs..] of the v rows here, of
@@ -377,6 +438,13 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                             conv_state[[conv_slot, channel(s), i]] = xv;
                         }
                     }
+                }
+            }
+            if cfg.bulk_store() {
+                // The last stores have read their stages before the CTA
+                // exits (its shared memory may then be reallocated).
+                if tid == 0 {
+                    bulk_wait_read(0);
                 }
             }
         });

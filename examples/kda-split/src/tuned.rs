@@ -296,7 +296,8 @@ pub fn tuned_schedule(heads: u32, batch: u32, tokens: u32) -> Option<[u32; 5]> {
 }
 
 impl Schedule {
-    /// `[early, lanes, occupancy, cluster, evict]` as given (zeros: defaults).
+    /// `[early, lanes, occupancy, cluster, evict]` as given (zeros: defaults);
+    /// the bulk-store experiment is not among them (the table never picks it).
     pub fn raw(&self) -> [u32; 5] {
         [
             self.early as u32,

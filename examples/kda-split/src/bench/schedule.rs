@@ -1,5 +1,6 @@
 //! Schedules as the command line spells them: `auto`, a name (`seed`,
-//! `default`, `e1`, ...) or raw entries `early,lanes,occupancy[,cluster[,evict]]`.
+//! `default`, `e1`, ...) or raw entries
+//! `early,lanes,occupancy[,cluster[,evict[,bulk_store]]]`.
 //! One parser ([`Candidate`]'s `FromStr`) serves every command's
 //! `--schedule`: the demo, `run`, `ptx`, `info`, `bench` and `autotune`.
 
@@ -12,7 +13,7 @@ use crate::config::{ConfigError, KdaConfig};
 use crate::tuned::TunedTable;
 
 /// A schedule to try: a label and the raw `(early, lanes, occupancy[,
-/// cluster[, evict]])` of `KdaConfig::new`. `auto` (label `auto`, no
+/// cluster[, evict[, bulk_store]]])` of `KdaConfig::new`. `auto` (label `auto`, no
 /// entries) stands for the tuned table's schedule until resolved at a point
 /// ([`Candidate::at`]) or for a configuration ([`Candidate::config`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -28,7 +29,7 @@ pub struct Candidate {
 pub enum ScheduleError {
     #[error(
         "`{entry}` is not a non-negative integer (expected auto, seed, one of {names} or \
-         early,lanes,occupancy[,cluster[,evict]])",
+         early,lanes,occupancy[,cluster[,evict[,bulk_store]]])",
         names = NAMED.join(", ")
     )]
     Entry { entry: String },
@@ -79,7 +80,7 @@ pub fn default_schedules(quick: bool) -> Vec<Candidate> {
 impl FromStr for Candidate {
     type Err = ScheduleError;
 
-    /// A name, or 3 to 5 comma-separated entries (labelled `[text]`, or
+    /// A name, or 3 to 6 comma-separated entries (labelled `[text]`, or
     /// `seed` for `0,0,0`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
@@ -97,7 +98,7 @@ impl FromStr for Candidate {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if !(3..=5).contains(&raw.len()) {
+        if !(3..=6).contains(&raw.len()) {
             return Err(ScheduleError::Length(ConfigError::ScheduleLength {
                 len: raw.len(),
             }));
@@ -250,10 +251,15 @@ mod tests {
             ScheduleError::Length(ConfigError::ScheduleLength { len: 2 })
         );
         assert!(
-            e.to_string().contains("schedule needs 3 to 5 entries"),
+            e.to_string().contains("schedule needs 3 to 6 entries"),
             "{e}"
         );
-        assert!(parse("1,2,3,4,5,6").is_err());
+        assert!(parse("1,2,3,4,5,6,7").is_err());
+        // The sixth entry: the bulk-store experiment (T > 1).
+        assert_eq!(
+            parse("0,16,0,4,0,1").unwrap(),
+            Candidate::new("[0,16,0,4,0,1]", &[0, 16, 0, 4, 0, 1])
+        );
     }
 
     #[test]

@@ -142,9 +142,10 @@ impl RowJson {
     }
 
     /// The explicit schedule (`[early, lanes, occupancy, cluster, evict]`)
-    /// the row resolved to, if it says.
+    /// the row resolved to, if it says; `None` for the bulk-store
+    /// experiment, which the tuned table's schedules cannot express.
     pub fn schedule(&self) -> Option<[u32; 5]> {
-        self.resolved.map(|r| r.raw())
+        self.resolved.filter(|r| !r.bulk_store).map(|r| r.raw())
     }
 
     /// The µs/step of a good measurement.
@@ -164,6 +165,9 @@ pub struct ResolvedJson {
     pub evict: bool,
     pub lanes: u32,
     pub occupancy: u32,
+    /// The bulk-store experiment (written only when on).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bulk_store: bool,
 }
 
 impl ResolvedJson {
@@ -187,6 +191,7 @@ impl From<Schedule> for ResolvedJson {
             evict: s.evict,
             lanes: s.lanes,
             occupancy: s.occupancy,
+            bulk_store: s.bulk_store,
         }
     }
 }
