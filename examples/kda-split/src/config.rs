@@ -56,11 +56,13 @@ pub struct Schedule {
     pub cluster: u32,
     /// L2 evict-first on staged state traffic.
     pub evict: bool,
-    /// T > 1 only, an experiment (issue 15, "T > 1 restructured for
-    /// bandwidth"): each token's new state rows go through a shared staging
-    /// ring of two token stages and leave as one bulk store per token
-    /// (`cp.async.bulk` shared -> global) overlapping the next token's math,
-    /// instead of register stores. Not part of the tuned table.
+    /// T > 1 only (issue 15, "T > 1 restructured for bandwidth"): each
+    /// token's new state rows go through a shared staging ring of two token
+    /// stages and leave as one bulk store per token (`cp.async.bulk` shared
+    /// -> global) overlapping the next token's math, instead of register
+    /// stores. The kernel's `#[store_through_shared(..)]` hint on `state`
+    /// (its tile writer); the tuned table's sixth entry where on, which the
+    /// autotuner searches at T > 1.
     pub bulk_store: bool,
 }
 
@@ -131,7 +133,7 @@ impl KdaConfig {
     /// the seed unpacks `(*schedule, 0, 0)[:5]`: fewer than 3 entries cannot
     /// unpack there. The seed silently drops entries past the fifth; that hides a
     /// caller's mistake, so it is an error here, except for a sixth, this
-    /// port's own experiment [`Schedule::bulk_store`] (nonzero: on; T > 1 only).
+    /// port's own [`Schedule::bulk_store`] (nonzero: on; T > 1 only).
     pub fn new(
         heads: u32,
         batch: u32,
@@ -300,7 +302,7 @@ impl KdaConfig {
     }
 
     /// Each token's new state rows leave through shared memory as one bulk
-    /// store (the experiment [`Schedule::bulk_store`]; T > 1).
+    /// store ([`Schedule::bulk_store`]; T > 1).
     pub fn bulk_store(&self) -> bool {
         self.schedule.bulk_store
     }

@@ -124,7 +124,7 @@ fn the_schedule_is_the_tuned_one_unless_seed_or_numbers_are_given() {
     };
     let table = kda_split::TunedTable::builtin();
     let tuned = kda_split::KdaConfig::tuned(2, 3, 0, true, 1).unwrap();
-    let raw = tuned.schedule.raw().map(|x| x.to_string()).join(",");
+    let raw = tuned.schedule.raw().flag();
     let out = demo(&[]);
     assert!(
         out.stdout.contains(&format!(

@@ -49,7 +49,7 @@ fn tuned_schedules_assemble_without_spills() {
         .points
         .iter()
         .filter(|p| {
-            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, &p.schedule, p.tokens)
+            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, p.schedule.entries(), p.tokens)
                 .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
             let kernel =
                 contiguous_kernel(&cfg, false).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
@@ -63,8 +63,8 @@ fn tuned_schedules_assemble_without_spills() {
     );
 }
 
-/// The bulk-store experiment (schedule entry 6) on the tuned schedule of
-/// every T > 1 point of the table.
+/// Schedule entry 6 (bulk_store) on the tuned schedule of every T > 1 point
+/// of the table.
 #[test]
 fn bulk_store_variants_of_tuned_schedules_assemble_without_spills() {
     let table = TunedTable::builtin();
@@ -73,9 +73,9 @@ fn bulk_store_variants_of_tuned_schedules_assemble_without_spills() {
     let spilled: Vec<String> = multi
         .iter()
         .filter(|p| {
-            let mut raw = p.schedule.to_vec();
-            raw.push(1);
-            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, &raw, p.tokens)
+            let mut raw = p.schedule;
+            raw.0[5] = 1;
+            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, raw.entries(), p.tokens)
                 .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
             let kernel =
                 contiguous_kernel(&cfg, false).unwrap_or_else(|e| panic!("{}: {e}", p.name()));

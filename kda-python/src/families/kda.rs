@@ -106,7 +106,8 @@ impl Family for Kda {
             ("evict", s.evict.to_string()),
         ];
         if s.bulk_store {
-            // The bulk-store experiment (schedule entry 6), not in `schedule`.
+            // Schedule entry 6 (T > 1: each token's state rows through shared
+            // memory, one bulk store per token); `schedule` shows it too.
             d.push(("bulk_store", "true".into()));
         }
         d

@@ -10,7 +10,7 @@ use thiserror::Error;
 
 use super::workload::Point;
 use crate::config::{ConfigError, KdaConfig};
-use crate::tuned::TunedTable;
+use crate::tuned::{RawSchedule, TunedTable};
 
 /// A schedule to try: a label and the raw `(early, lanes, occupancy[,
 /// cluster[, evict[, bulk_store]]])` of `KdaConfig::new`. `auto` (label `auto`, no
@@ -142,8 +142,8 @@ impl Candidate {
             return self.clone();
         }
         let raw = KdaConfig::tuned(point.heads, point.batch, 0, true, point.tokens)
-            .map_or([0, 0, 0, 0, 0], |c| c.schedule.raw());
-        Candidate::new("auto", &raw)
+            .map_or(RawSchedule::default(), |c| c.schedule.raw());
+        Candidate::new("auto", raw.entries())
     }
 
     /// The configuration `new` makes of this schedule (the constructor with
@@ -208,7 +208,7 @@ impl Candidate {
                  configuration: {} there (its tuned [{}] does not fit), the seed's defaults {seed_us}",
                 p.name(),
                 us(measured.map(|m| m.us_per_step)),
-                p.schedule.map(|x| x.to_string()).join(",")
+                p.schedule.flag()
             )
         })
     }
@@ -255,7 +255,7 @@ mod tests {
             "{e}"
         );
         assert!(parse("1,2,3,4,5,6,7").is_err());
-        // The sixth entry: the bulk-store experiment (T > 1).
+        // The sixth entry: bulk_store (T > 1).
         assert_eq!(
             parse("0,16,0,4,0,1").unwrap(),
             Candidate::new("[0,16,0,4,0,1]", &[0, 16, 0, 4, 0, 1])
@@ -293,7 +293,7 @@ mod tests {
             let at = auto.at(&point);
             assert_eq!(at.label, "auto");
             let tuned = KdaConfig::tuned(heads, batch, 0, true, tokens).unwrap();
-            assert_eq!(at.raw, tuned.schedule.raw());
+            assert_eq!(at.raw, tuned.schedule.raw().entries());
             assert!(KdaConfig::new(heads, batch, 0, true, &at.raw, tokens).is_ok());
         }
         // Anything else stays as it is.

@@ -227,18 +227,9 @@ pub fn describe(cfg: &KdaConfig) -> String {
 }
 
 /// The schedule as `early,lanes,occupancy,cluster,evict` (raw values),
-/// `,1` after them for the bulk-store experiment.
+/// `,1` after them with bulk_store (schedule entry 6) on.
 pub fn raw_schedule(cfg: &KdaConfig) -> String {
-    let s = &cfg.schedule;
-    format!(
-        "{},{},{},{},{}{}",
-        s.early,
-        s.lanes,
-        s.occupancy,
-        s.cluster,
-        u8::from(s.evict),
-        if s.bulk_store { ",1" } else { "" }
-    )
+    cfg.schedule.raw().flag()
 }
 
 /// A compact label: `H12 B8 T1 mode0 bias1 sched[0,0,0,0,0]`.
