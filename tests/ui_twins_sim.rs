@@ -291,6 +291,13 @@ mod syntax_x_stage_through_shared_not_a_tensor {
     include!("ui/syntax/pass/stage-through-shared-not-a-tensor.rs");
 }
 #[allow(clippy::all)]
+mod syntax_x_store_through_shared_not_a_tensor {
+    pub(super) fn build() -> kda::ir::Kernel {
+        store_tiles(true, 2)
+    }
+    include!("ui/syntax/pass/store-through-shared-not-a-tensor.rs");
+}
+#[allow(clippy::all)]
 mod syntax_x_zero_wave {
     pub(super) fn build() -> kda::ir::Kernel {
         rows(2)
@@ -558,6 +565,10 @@ fn every_legal_twin_is_race_free_on_the_simulator() {
         (
             "tests/ui/syntax/pass/stage-through-shared-not-a-tensor.rs",
             syntax_x_stage_through_shared_not_a_tensor::build(),
+        ),
+        (
+            "tests/ui/syntax/pass/store-through-shared-not-a-tensor.rs",
+            syntax_x_store_through_shared_not_a_tensor::build(),
         ),
         (
             "tests/ui/syntax/pass/zero-wave.rs",

@@ -41,7 +41,7 @@ pub use sync::{
     cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait, cp_async_commit,
     cp_async_wait, fence_mbarrier_init, fence_proxy_async, pdl_trigger, pdl_wait,
 };
-pub use tile::{Tile, TileRow};
+pub use tile::{StoreMask, StoreRow, StoreTile, Tile, TileRow, TileWriter};
 pub use val::{Cast, Elem, Operand, Ty, Val, pack, val};
 pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, sync_warp, warp_sum};
 

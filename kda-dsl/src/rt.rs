@@ -102,6 +102,13 @@ pub fn stage_through_shared(t: kda_ir::Tensor, on: bool) {
     emit(|b| b.set_stage_through_shared(t, on))
 }
 
+/// `#[store_through_shared(..)]` on a tensor parameter: ask the scheduler
+/// to store `t`'s tiles (`Tensor::tile_writer`) through a shared staging
+/// ring, each as one bulk store, or not.
+pub fn store_through_shared(t: kda_ir::Tensor, on: bool) {
+    emit(|b| b.set_store_through_shared(t, on))
+}
+
 /// A symbolic extent or stride, bound at launch.
 #[track_caller]
 pub fn sym(name: &str) -> Dim {

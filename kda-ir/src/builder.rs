@@ -115,6 +115,12 @@ impl Builder {
         set_hinted(&mut self.k.schedule.stage_through_shared, t, on);
     }
 
+    /// Store `t`'s tiles through shared memory, or not
+    /// ([`ScheduleHints::store_through_shared`](crate::kernel::ScheduleHints::store_through_shared)).
+    pub fn set_store_through_shared(&mut self, t: Tensor, on: bool) {
+        set_hinted(&mut self.k.schedule.store_through_shared, t, on);
+    }
+
     /// Issue row chains `wave` at a time
     /// ([`ScheduleHints::wave`](crate::kernel::ScheduleHints::wave)).
     pub fn set_wave(&mut self, wave: u32) {
@@ -145,6 +151,12 @@ impl Builder {
     /// The role whose code is being built, if any.
     pub fn current_role(&self) -> Option<Role> {
         self.roles.last().copied()
+    }
+
+    /// Whether the cursor is inside a runtime loop ([`Builder::for_`],
+    /// [`Builder::while_`]): code built here runs any number of times.
+    pub fn in_runtime_loop(&self) -> bool {
+        !self.ph.loops.is_empty()
     }
 
     // ---- declarations

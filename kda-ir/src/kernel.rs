@@ -231,6 +231,16 @@ pub struct ScheduleHints {
     /// states its reads once; where the data lands is chosen here. In
     /// declaration order, each once.
     pub stage_through_shared: Vec<Tensor>,
+    /// Tensors whose stored tiles go out through shared memory: a tile the
+    /// program stores (`Tensor::tile_writer` in the DSL, one tile per token)
+    /// is written into a ring of two shared stages and leaves as one bulk
+    /// store (`cp.async.bulk` shared -> global) per tile, issued by one
+    /// thread after a named barrier among the writing role's threads,
+    /// instead of each thread's register stores. The program states its
+    /// stores once; where they go is chosen here. The trace applies it (no
+    /// pass reads it); it is kept here so the dump shows it. In declaration
+    /// order, each once.
+    pub store_through_shared: Vec<Tensor>,
     /// How many independent row chains are issued together: a program that
     /// states one chain in phases (`kda::dsl::chains`) has the phases of
     /// `wave` chains issued one phase after the other, then those of the
@@ -244,10 +254,11 @@ pub struct ScheduleHints {
 impl ScheduleHints {
     /// The hints that name tensors, with their names in the IR header, in
     /// header order.
-    pub fn tensor_hints(&self) -> [(&'static str, &Vec<Tensor>); 2] {
+    pub fn tensor_hints(&self) -> [(&'static str, &Vec<Tensor>); 3] {
         [
             ("evict_first", &self.evict_first),
             ("stage_through_shared", &self.stage_through_shared),
+            ("store_through_shared", &self.store_through_shared),
         ]
     }
 }

@@ -180,13 +180,20 @@ fn hinted(
 
 #[test]
 fn the_tensor_hints_name_declared_tensors_once() {
-    let set: [(&str, HintList); 2] = [
+    let set: [(&str, HintList); 3] = [
         ("evict_first", |s| &mut s.evict_first),
         ("stage_through_shared", |s| &mut s.stage_through_shared),
+        ("store_through_shared", |s| &mut s.store_through_shared),
     ];
     for (name, list) in set {
+        // A tensor each hint may name (a stored one for store_through_shared).
+        let access = if name == "store_through_shared" {
+            Access::ReadWrite
+        } else {
+            Access::Read
+        };
         let named = |hint: fn(kda_ir::Tensor) -> Vec<kda_ir::Tensor>| {
-            hinted(Access::Read, |s, x| *list(s) = hint(x))
+            hinted(access, |s, x| *list(s) = hint(x))
         };
         assert_err(
             &named(|_| vec![kda_ir::Tensor::from_u32(3)]),
@@ -215,6 +222,19 @@ fn the_stage_through_shared_hint_names_a_tensor_the_kernel_reads() {
     assert_ok(&staged(Access::Read));
     assert_ok(&staged(Access::ReadWrite));
     assert_ok(&hinted(Access::Write, |s, x| s.evict_first = vec![x]));
+}
+
+/// Storing a tensor's tiles through shared memory moves its stores: a
+/// tensor the kernel only reads is refused.
+#[test]
+fn the_store_through_shared_hint_names_a_tensor_the_kernel_writes() {
+    let stored = |access| hinted(access, |s, x| s.store_through_shared = vec![x]);
+    assert_err(
+        &stored(Access::Read),
+        "the store_through_shared hint names tensor t0 \"x\", which the kernel only reads",
+    );
+    assert_ok(&stored(Access::Write));
+    assert_ok(&stored(Access::ReadWrite));
 }
 
 #[test]

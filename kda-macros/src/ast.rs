@@ -73,7 +73,8 @@ pub struct TensorParam {
     /// Scheduler hints with their comptime conditions: `#[evict_first(c)]`
     /// (every global access of the tensor is L2 evict-first when `c` holds),
     /// `#[stage_through_shared(c)]` (its ready data goes through shared
-    /// memory when `c` holds).
+    /// memory when `c` holds), `#[store_through_shared(c)]` (its stored tiles
+    /// go through shared memory when `c` holds).
     pub hints: Vec<(Symbol, Expr)>,
 }
 

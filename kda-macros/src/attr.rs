@@ -139,7 +139,7 @@ pub struct TensorHint {
 
 /// The tensor hints; each sets the IR hint of its name through the
 /// runtime function of its name (`kda::dsl::__rt::evict_first`, ..).
-pub const TENSOR_HINTS: [TensorHint; 2] = [
+pub const TENSOR_HINTS: [TensorHint; 3] = [
     TensorHint {
         name: EVICT_FIRST,
         does: "it marks their global loads, stores and bulk copies L2 evict-first",
@@ -149,6 +149,11 @@ pub const TENSOR_HINTS: [TensorHint; 2] = [
         name: STAGE_THROUGH_SHARED,
         does: "it stages their ready data through shared memory",
         example: "staged",
+    },
+    TensorHint {
+        name: STORE_THROUGH_SHARED,
+        does: "it stores their tiles through shared memory, one bulk store each",
+        example: "bulk_store",
     },
 ];
 
@@ -163,7 +168,8 @@ pub struct ParamAttrs {
     /// `#[when(cond)]`: the tensor is a parameter only when `cond` (comptime) holds.
     pub when: Option<Expr>,
     /// Scheduler hints on a tensor (`#[evict_first]`,
-    /// `#[stage_through_shared(cond)]`, see [`TENSOR_HINTS`]): the hint, the
+    /// `#[stage_through_shared(cond)]`, `#[store_through_shared(cond)]`, see
+    /// [`TENSOR_HINTS`]): the hint, the
     /// attribute's span and the comptime condition (`true` when bare).
     pub hints: Vec<(TensorHint, Span, Expr)>,
     /// Attributes passed through to the generated function (`#[comptime]` parameters only).
@@ -243,8 +249,8 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                 path,
                 format!(
                     "unknown parameter attribute `#[{}]`; expected `#[comptime]`, `#[produced]`, `#[ready]`, \
-                     `#[align(..)]`, `#[strides(..)]`, `#[when(..)]`, `#[evict_first(..)]` or \
-                     `#[stage_through_shared(..)]`",
+                     `#[align(..)]`, `#[strides(..)]`, `#[when(..)]`, `#[evict_first(..)]`, \
+                     `#[stage_through_shared(..)]` or `#[store_through_shared(..)]`",
                     quote::ToTokens::to_token_stream(path).to_string().replace(' ', "")
                 ),
             );

@@ -106,6 +106,7 @@ pub const COMPLETES: Symbol = Symbol("completes");
 pub const BYTES: Symbol = Symbol("bytes");
 pub const EVICT_FIRST: Symbol = Symbol("evict_first");
 pub const STAGE_THROUGH_SHARED: Symbol = Symbol("stage_through_shared");
+pub const STORE_THROUGH_SHARED: Symbol = Symbol("store_through_shared");
 
 // ---- mbarrier methods
 pub const INIT: Symbol = Symbol("init");

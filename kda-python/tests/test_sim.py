@@ -19,6 +19,9 @@ CASES = [
     dict(heads=1, tokens=1, gate_mode=2, requests=2, conv_sd=False, schedule=[0, 0, 0]),
     dict(heads=1, tokens=2, gate_mode=0, requests=2, conv_sd=True),
     dict(heads=1, tokens=3, gate_mode=0, requests=2, conv_sd=False, weights_f32=True),
+    # Schedule entry 6: each token's state rows through shared memory, one
+    # bulk store per token.
+    dict(heads=1, tokens=2, gate_mode=0, requests=3, conv_sd=False, schedule=[0, 16, 0, 4, 0, 1]),
 ]
 
 
@@ -52,6 +55,9 @@ def test_ptx_and_info():
         assert key in info, key
     assert info["tokens"] == "2"
     assert repr(k).startswith("KdaSplit(heads=2, tokens=2")
+    assert "bulk_store" not in info
+    bulk = kda.KdaSplit(2, tokens=2, schedule=[0, 16, 0, 4, 0, 1]).info(requests=4)
+    assert bulk["bulk_store"] == "true" and bulk["schedule"] == "[0, 16, 0, 4, 0, 1]"
 
 
 # ---- errors: each names the argument and leaves every array untouched ----
@@ -126,8 +132,9 @@ def test_missing_accepted_for_one_token():
         (dict(heads=0), "heads"),
         (dict(heads=1, gate_mode=3), "gate mode"),
         (dict(heads=1, schedule="fast"), "schedule"),
-        (dict(heads=1, schedule=[1]), "3 to 5 entries"),
+        (dict(heads=1, schedule=[1]), "3 to 6 entries"),
         (dict(heads=1, tokens=2, schedule=[2, 0, 0]), "tokens > 1"),
+        (dict(heads=1, schedule=[0, 0, 0, 0, 0, 1]), "bulk_store needs tokens > 1"),
     ],
 )
 def test_bad_configuration(kwargs, words):

@@ -361,6 +361,7 @@ mod tests {
             occupancy: 0,
             cluster: 8,
             evict: false,
+            bulk_store: false,
         };
         let results = Results {
             device: "test".into(),

@@ -56,6 +56,14 @@ pub struct Schedule {
     pub cluster: u32,
     /// L2 evict-first on staged state traffic.
     pub evict: bool,
+    /// T > 1 only (issue 15, "T > 1 restructured for bandwidth"): each
+    /// token's new state rows go through a shared staging ring of two token
+    /// stages and leave as one bulk store per token (`cp.async.bulk` shared
+    /// -> global) overlapping the next token's math, instead of register
+    /// stores. The kernel's `#[store_through_shared(..)]` hint on `state`
+    /// (its tile writer); the tuned table's sixth entry where on, which the
+    /// autotuner searches at T > 1.
+    pub bulk_store: bool,
 }
 
 /// A validated `KdaSplit` configuration.
@@ -78,7 +86,7 @@ pub enum ConfigError {
     #[error("tokens must be in 1..=8 (one to eight tokens per request); got {tokens}")]
     Tokens { tokens: u32 },
     #[error(
-        "schedule needs 3 to 5 entries (early, lanes, occupancy[, cluster[, evict]]); got {len}"
+        "schedule needs 3 to 6 entries (early, lanes, occupancy[, cluster[, evict[, bulk_store]]]); got {len}"
     )]
     ScheduleLength { len: usize },
     #[error("gate mode must be 0, 1 or 2; got {mode}")]
@@ -104,6 +112,8 @@ pub enum ConfigError {
     GateStagedRows { cluster: u32 },
     #[error("evict needs early >= 2 (it marks the staged state traffic)")]
     EvictUnstaged,
+    #[error("bulk_store needs tokens > 1 (it bulk-stores each token's state rows)")]
+    BulkStoreTokens,
     #[error("heads must be at least 1")]
     NoHeads,
     #[error("batch must be at least 1 (it counts requests)")]
@@ -122,7 +132,8 @@ impl KdaConfig {
     /// `schedule_raw` is `(early, lanes, occupancy[, cluster[, evict]])` exactly as
     /// the seed unpacks `(*schedule, 0, 0)[:5]`: fewer than 3 entries cannot
     /// unpack there. The seed silently drops entries past the fifth; that hides a
-    /// caller's mistake, so it is an error here.
+    /// caller's mistake, so it is an error here, except for a sixth, this
+    /// port's own [`Schedule::bulk_store`] (nonzero: on; T > 1 only).
     pub fn new(
         heads: u32,
         batch: u32,
@@ -134,7 +145,7 @@ impl KdaConfig {
         if !(1..=MAX_TOKENS).contains(&tokens) {
             return Err(ConfigError::Tokens { tokens });
         }
-        if !(3..=5).contains(&schedule_raw.len()) {
+        if !(3..=6).contains(&schedule_raw.len()) {
             return Err(ConfigError::ScheduleLength {
                 len: schedule_raw.len(),
             });
@@ -153,6 +164,7 @@ impl KdaConfig {
             cluster: raw(3),
             // The seed keeps `bool(evict)`: any nonzero value turns it on.
             evict: raw(4) != 0,
+            bulk_store: raw(5) != 0,
         };
         let config = Self {
             heads,
@@ -201,6 +213,9 @@ impl KdaConfig {
         }
         if !config.staged() && schedule.evict {
             return Err(ConfigError::EvictUnstaged);
+        }
+        if schedule.bulk_store && tokens == 1 {
+            return Err(ConfigError::BulkStoreTokens);
         }
         Ok(config)
     }
@@ -285,6 +300,12 @@ impl KdaConfig {
     pub fn gate_staged(&self) -> bool {
         self.schedule.early == 3
     }
+
+    /// Each token's new state rows leave through shared memory as one bulk
+    /// store ([`Schedule::bulk_store`]; T > 1).
+    pub fn bulk_store(&self) -> bool {
+        self.schedule.bulk_store
+    }
 }
 
 #[cfg(test)]
@@ -362,16 +383,29 @@ mod tests {
     }
 
     #[test]
-    fn schedule_needs_3_to_5_entries() {
+    fn schedule_needs_3_to_6_entries() {
         assert_eq!(
             err(8, 1, 0, &[0, 0], 1),
             ConfigError::ScheduleLength { len: 2 }
         );
         assert_eq!(
-            err(8, 1, 0, &[0; 6], 1),
-            ConfigError::ScheduleLength { len: 6 }
+            err(8, 1, 0, &[0; 7], 1),
+            ConfigError::ScheduleLength { len: 7 }
         );
         new(8, 1, 0, &[0, 0, 0, 0, 0], 1);
+        new(8, 1, 0, &[0, 0, 0, 0, 0, 0], 1);
+    }
+
+    #[test]
+    fn bulk_store_is_a_sixth_entry_for_several_tokens() {
+        assert!(!new(8, 4, 0, &[0, 16, 0, 4, 0], 4).bulk_store());
+        assert!(!new(8, 4, 0, &[0, 16, 0, 4, 0, 0], 4).bulk_store());
+        let c = new(8, 4, 0, &[0, 16, 0, 4, 0, 1], 4);
+        assert!(c.bulk_store() && c.schedule.bulk_store);
+        assert_eq!(
+            err(8, 4, 0, &[0, 16, 0, 4, 0, 1], 1),
+            ConfigError::BulkStoreTokens
+        );
     }
 
     #[test]

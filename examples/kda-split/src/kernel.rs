@@ -31,6 +31,16 @@
 //! store); how many rows are issued side by side (the seed's waves of
 //! passes, at most 4 when the state is staged in shared memory) is the
 //! `wave = ..` hint.
+//!
+//! Where each token's new state rows go is the scheduler's too: the
+//! program stores them through a tile writer (`state.tile_writer(..)`, one
+//! tile per token: `row(r).store4(..)` in the chain, `finish` after it,
+//! `drain` before the role ends), as register stores or, with
+//! `#[store_through_shared(cfg.bulk_store())]` (schedule entry 6, T > 1;
+//! issue 15, "T > 1 restructured for bandwidth"), into a ring of two shared
+//! stages, each token's stage leaving as one bulk store (`rows · 512`
+//! contiguous bytes, none for a write hole) after the state threads' named
+//! barrier, while the next token is computed.
 
 use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
@@ -78,9 +88,10 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     #[when(cfg.tokens == 1)] slots: Tensor<i32, requests>,
     #[when(cfg.tokens > 1)] slot_table: Tensor<i32, requests, slot_width>,
     #[align(16)]
-    #[strides(_, _, { cfg.staged().then_some(128) }, 1)]
+    #[strides(_, _, { (cfg.staged() || cfg.bulk_store()).then_some(128) }, 1)]
     #[evict_first(cfg.schedule.evict)]
     #[stage_through_shared(cfg.staged())]
+    #[store_through_shared(cfg.bulk_store())]
     state: Tensor<f32, cache, { cfg.heads }, 128, 128>,
     output: Tensor<bf16, rows, { cfg.dim() }>,
     #[produced] gate: Tensor<G, rows, { cfg.dim() }>,
@@ -135,6 +146,10 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
         let (q, k) = (shared!([f32; t_n, 128]), shared!([f32; t_n, 128]));
         let (v, out) = (shared!([f32; t_n, rows]), shared!([f32; owned, 128]));
         let reductions = shared!([f32; t_n, 8]);
+        // Each token's new state rows: one tile per token, stored by the state
+        // threads (named barrier 1 when the scheduler stages them in shared
+        // memory).
+        let new_state = state.tile_writer([rows, 128], t_n, &state_role, 1);
 
         in_role!(state_role, {
             let tid = thread_idx();
@@ -278,6 +293,10 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                     }
                 }
                 let (owner, slot) = (tok as u32 % c_n, tok / c_n as usize);
+                // The token's new rows go to its write slot; none to a hole (T > 1).
+                let write = writes[tok];
+                let live = || if t_n > 1 { Some(write > 0) } else { None };
+                let new_rows = new_state.tile([write, head, value_base, 0], live);
                 let (mut dots, mut outs) = (regs!([f32; passes]), regs!([f32; passes]));
                 chains(passes, 4, |p, phase| match phase {
                     // the row (when staged: from shared memory)
@@ -312,26 +331,15 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                             let pos = output_position(value_base + row[p]);
                             send!(out[[slot, pos]] = o, to = owner, completes = out_full[slot]);
                         }
-                        let write = writes[tok];
-                        let live = if t_n > 1 { Some(write > 0) } else { None };
-                        // store where the row is real and the write slot live
-                        let pred = [masked.then_some(valid), live].into_iter().flatten();
-                        let pred = pred.reduce(|a, b| a & b);
+                        // the new state row where the row is real and the write slot live
+                        let mask = new_rows.mask(masked.then_some(valid));
                         for j in 0..chunks {
-                            let idx = [
-                                ix(write),
-                                ix(head),
-                                ix(value_base + safe_row[p]),
-                                ix(column(j)),
-                            ];
-                            let h4 = pack([0, 1, 2, 3].map(|e| history[[p, j, e]]));
-                            match pred {
-                                Some(ok) => state.store_if(idx, h4, ok),
-                                None => state.store(idx, h4),
-                            }
+                            let h4 = [0, 1, 2, 3].map(|e| history[[p, j, e]]);
+                            new_rows.row(safe_row[p]).store4(column(j), pack(h4), &mask);
                         }
                     }
                 });
+                new_rows.finish(|| tid == 0);
             }
 
             // ---- conv state: [tap 1, tap 2, inputs..] of the v rows here, of
@@ -379,6 +387,8 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
                     }
                 }
             }
+            // The last stores are out of shared memory before the CTA exits.
+            new_state.drain(|| tid == 0);
         });
 
         in_role!(gate_role, {

@@ -27,7 +27,7 @@ pub use generator::{
     ConvLayout, DtBias, GateInputs, GenOptions, SlotOptions, generate, slot_table,
 };
 pub use reference::{Expected, RawGateOrder, Request, reference, resolve, resolve_slots};
-pub use tuned::{Tuned, TunedPoint, TunedTable, tuned_schedule};
+pub use tuned::{RawSchedule, Tuned, TunedPoint, TunedTable, tuned_schedule};
 pub use validate::{
     ArgError, SlotError, SlotRef, SlotTensor, check_slot_table, validate, validate_layout,
 };

@@ -3,9 +3,12 @@
 //! behind `KdaConfig::tuned` and the CLI's `--schedule auto`.
 //!
 //! The table holds, per measured point (heads, batch, tokens), the chosen
-//! schedule `[early, lanes, occupancy, cluster, evict]` with explicit lanes
-//! and cluster (so it means the same at any batch), its µs/step, the seed
-//! defaults' µs/step, and every schedule measured there, fastest first.
+//! schedule `[early, lanes, occupancy, cluster, evict[, bulk_store]]` with
+//! explicit lanes and cluster (so it means the same at any batch), its
+//! µs/step, the seed defaults' µs/step, and every schedule measured there,
+//! fastest first. A schedule carries the sixth entry only where it is on
+//! ([`RawSchedule`]): tables from before it read as they are, and are
+//! written back byte for byte.
 //!
 //! A lookup takes the nearest measured point: the same heads if measured,
 //! else the nearest heads (log scale); among those, the points of the same
@@ -21,7 +24,7 @@ mod layout;
 
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
@@ -30,11 +33,100 @@ use crate::config::{ConfigError, GateMode, KdaConfig, Schedule};
 /// The checked-in table.
 pub const TUNED_JSON: &str = include_str!("../tuned.json");
 
+/// A schedule's raw entries `[early, lanes, occupancy, cluster, evict,
+/// bulk_store]` (zeros: the seed's defaults; the tuned table's schedules
+/// have lanes and cluster explicit). Written (JSON, labels, `{:?}`) with
+/// five entries where `bulk_store` is 0, six where it is on; read from five
+/// (`bulk_store` 0) or six, so the tables and labels from before the sixth
+/// entry mean and print what they did.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RawSchedule(pub [u32; 6]);
+
+impl RawSchedule {
+    /// The entries as written: five, or six with `bulk_store` on (what
+    /// `KdaConfig::new` takes).
+    pub fn entries(&self) -> &[u32] {
+        if self.0[5] == 0 {
+            &self.0[..5]
+        } else {
+            &self.0
+        }
+    }
+
+    /// Entry 6: each token's state rows leave through shared memory as one
+    /// bulk store ([`Schedule::bulk_store`]).
+    pub fn bulk_store(&self) -> bool {
+        self.0[5] != 0
+    }
+
+    /// `early,lanes,occupancy,cluster,evict[,bulk_store]`, as `--schedule`
+    /// takes it.
+    pub fn flag(&self) -> String {
+        self.entries()
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl From<[u32; 5]> for RawSchedule {
+    fn from(s: [u32; 5]) -> Self {
+        RawSchedule([s[0], s[1], s[2], s[3], s[4], 0])
+    }
+}
+
+impl From<[u32; 6]> for RawSchedule {
+    fn from(s: [u32; 6]) -> Self {
+        RawSchedule(s)
+    }
+}
+
+impl PartialEq<[u32; 5]> for RawSchedule {
+    fn eq(&self, other: &[u32; 5]) -> bool {
+        *self == RawSchedule::from(*other)
+    }
+}
+
+impl PartialEq<[u32; 6]> for RawSchedule {
+    fn eq(&self, other: &[u32; 6]) -> bool {
+        self.0 == *other
+    }
+}
+
+/// `[1, 16, 0, 8, 0]` (as the five-entry arrays printed before).
+impl std::fmt::Debug for RawSchedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.entries().fmt(f)
+    }
+}
+
+impl Serialize for RawSchedule {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.entries().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawSchedule {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Vec::<u32>::deserialize(d)?;
+        match *v.as_slice() {
+            [a, b, c, e, f] => Ok(RawSchedule([a, b, c, e, f, 0])),
+            [a, b, c, e, f, g] => Ok(RawSchedule([a, b, c, e, f, g])),
+            _ => Err(serde::de::Error::invalid_length(
+                v.len(),
+                &"5 or 6 schedule entries (early, lanes, occupancy, cluster, evict[, bulk_store])",
+            )),
+        }
+    }
+}
+
 /// One schedule measured at a point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
-    /// `[early, lanes, occupancy, cluster, evict]`, lanes and cluster explicit.
-    pub schedule: [u32; 5],
+    /// `[early, lanes, occupancy, cluster, evict[, bulk_store]]`, lanes and
+    /// cluster explicit.
+    pub schedule: RawSchedule,
     #[serde(serialize_with = "round3")]
     pub us_per_step: f64,
     /// How it was timed: `full` (a finalist, the whole budget), `search` (the
@@ -51,7 +143,7 @@ pub struct TunedPoint {
     pub batch: u32,
     pub tokens: u32,
     /// The chosen schedule.
-    pub schedule: [u32; 5],
+    pub schedule: RawSchedule,
     pub us_per_step: f64,
     /// The seed defaults' (schedule zeros) µs/step in the same run.
     pub seed_us_per_step: Option<f64>,
@@ -64,7 +156,7 @@ pub struct TunedPoint {
 
 impl TunedPoint {
     /// The schedules to try, in order: the chosen one, then every measured one.
-    pub fn preference(&self) -> impl Iterator<Item = [u32; 5]> + '_ {
+    pub fn preference(&self) -> impl Iterator<Item = RawSchedule> + '_ {
         std::iter::once(self.schedule).chain(self.measured.iter().map(|m| m.schedule))
     }
 
@@ -82,7 +174,7 @@ struct PointFile {
     heads: u32,
     batch: u32,
     tokens: u32,
-    schedule: [u32; 5],
+    schedule: RawSchedule,
     #[serde(serialize_with = "round3")]
     us_per_step: f64,
     #[serde(default, serialize_with = "round3_opt")]
@@ -256,16 +348,16 @@ impl TunedTable {
                 point: None,
             };
         };
-        let fit = |s: [u32; 5]| -> Option<KdaConfig> {
+        let fit = |s: RawSchedule| -> Option<KdaConfig> {
             let mut s = s;
             if seed.gate_mode == GateMode::Fma {
                 // The seed asserts early 0 and a cluster left at its default.
-                if s[0] != 0 || s[3] != seed.cluster() {
+                if s.0[0] != 0 || s.0[3] != seed.cluster() {
                     return None;
                 }
-                s[3] = 0;
+                s.0[3] = 0;
             }
-            KdaConfig::new(heads, batch, gate_mode, has_bias, &s, tokens).ok()
+            KdaConfig::new(heads, batch, gate_mode, has_bias, s.entries(), tokens).ok()
         };
         match point.preference().find_map(fit) {
             Some(config) => Tuned {
@@ -281,7 +373,7 @@ impl TunedTable {
 
     /// [`TunedTable::lookup`] for gate mode 0 with bias: the schedule, or
     /// `None` where the seed's defaults stand.
-    pub fn schedule(&self, heads: u32, batch: u32, tokens: u32) -> Option<[u32; 5]> {
+    pub fn schedule(&self, heads: u32, batch: u32, tokens: u32) -> Option<RawSchedule> {
         let seed = KdaConfig::new(heads, batch, 0, true, &[0, 0, 0], tokens).ok()?;
         let tuned = self.lookup(&seed);
         tuned.point.map(|_| tuned.config.schedule.raw())
@@ -291,20 +383,22 @@ impl TunedTable {
 /// The checked-in table's schedule for `(heads, batch, tokens)` (gate mode
 /// 0; see the module doc for how the point is chosen), or `None` where the
 /// seed's defaults stand.
-pub fn tuned_schedule(heads: u32, batch: u32, tokens: u32) -> Option<[u32; 5]> {
+pub fn tuned_schedule(heads: u32, batch: u32, tokens: u32) -> Option<RawSchedule> {
     TunedTable::builtin().schedule(heads, batch, tokens)
 }
 
 impl Schedule {
-    /// `[early, lanes, occupancy, cluster, evict]` as given (zeros: defaults).
-    pub fn raw(&self) -> [u32; 5] {
-        [
+    /// `[early, lanes, occupancy, cluster, evict, bulk_store]` as given
+    /// (zeros: defaults).
+    pub fn raw(&self) -> RawSchedule {
+        RawSchedule([
             self.early as u32,
             self.lanes,
             self.occupancy,
             self.cluster,
             u32::from(self.evict),
-        ]
+            u32::from(self.bulk_store),
+        ])
     }
 }
 
@@ -351,13 +445,13 @@ mod tests {
             heads,
             batch,
             tokens,
-            schedule: measured[0].0,
+            schedule: measured[0].0.into(),
             us_per_step: measured[0].1,
             seed_us_per_step: Some(measured[measured.len() - 1].1),
             measured: measured
                 .iter()
                 .map(|&(schedule, us)| Measured {
-                    schedule,
+                    schedule: schedule.into(),
                     us_per_step: us,
                     timing: "full".into(),
                 })
@@ -413,7 +507,7 @@ mod tests {
         assert!(t.meta_str("source").is_some() && t.meta_str("device").is_some());
         for p in &t.points {
             for s in p.preference() {
-                KdaConfig::new(p.heads, p.batch, 0, true, &s, p.tokens)
+                KdaConfig::new(p.heads, p.batch, 0, true, s.entries(), p.tokens)
                     .unwrap_or_else(|e| panic!("{} {s:?}: {e}", p.name()));
             }
             // The chosen schedule is the one looked up at its own point.
@@ -455,6 +549,81 @@ mod tests {
     }
 
     #[test]
+    fn a_schedule_has_five_entries_or_six_with_bulk_store_on() {
+        let parse = |text: &str| serde_json::from_str::<RawSchedule>(text);
+        let five = parse("[1,16,0,8,0]").unwrap();
+        assert_eq!(five, RawSchedule([1, 16, 0, 8, 0, 0]));
+        assert!(!five.bulk_store() && five == [1, 16, 0, 8, 0]);
+        // A sixth entry of 0 reads as five and is written as five.
+        assert_eq!(parse("[1,16,0,8,0,0]").unwrap(), five);
+        assert_eq!(serde_json::to_string(&five).unwrap(), "[1,16,0,8,0]");
+        assert_eq!(
+            (format!("{five:?}"), five.flag()),
+            ("[1, 16, 0, 8, 0]".into(), "1,16,0,8,0".into())
+        );
+        let six = parse("[0,16,0,4,0,1]").unwrap();
+        assert!(six.bulk_store() && six == [0, 16, 0, 4, 0, 1] && six != [0, 16, 0, 4, 0]);
+        assert_eq!(serde_json::to_string(&six).unwrap(), "[0,16,0,4,0,1]");
+        assert_eq!(
+            (format!("{six:?}"), six.flag()),
+            ("[0, 16, 0, 4, 0, 1]".into(), "0,16,0,4,0,1".into())
+        );
+        for bad in ["[1,16,0,8]", "[1,16,0,8,0,1,0]", "[]", "[1,16,0,8,-1]"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let e = parse("[1,16,0,8]").unwrap_err().to_string();
+        assert!(e.contains("5 or 6 schedule entries"), "{e}");
+    }
+
+    #[test]
+    fn a_point_may_choose_and_measure_bulk_store() {
+        let mut t = table();
+        // H12 B8 T4 chooses its fastest, with bulk_store; the seed's
+        // defaults last.
+        t.points[3] = point(
+            12,
+            8,
+            4,
+            &[([1, 8, 0, 4, 0], 14.9), ([0, 16, 0, 4, 0], 15.4)],
+        );
+        t.points[3].schedule = [1, 8, 0, 4, 0, 1].into();
+        t.points[3].measured.insert(
+            0,
+            Measured {
+                schedule: [1, 8, 0, 4, 0, 1].into(),
+                us_per_step: 14.5,
+                timing: "full".into(),
+            },
+        );
+        let text = t.to_json_string().unwrap();
+        assert!(text.contains("\"schedule\": [1,8,0,4,0,1],"), "{text}");
+        assert!(
+            text.contains(
+                "{\"schedule\": [1,8,0,4,0,1], \"us_per_step\": 14.5, \"timing\": \"full\"}"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("{\"schedule\": [1,8,0,4,0], \"us_per_step\": 14.9"),
+            "{text}"
+        );
+        assert_eq!(TunedTable::parse(&text).unwrap(), t);
+        // T > 1 takes it; the bulk store is part of the configuration.
+        let c = at(&t, 12, 8, 0, 4).config;
+        assert!(c.bulk_store() && c.schedule.raw() == [1, 8, 0, 4, 0, 1]);
+        assert_eq!(t.schedule(12, 64, 4), Some([1, 8, 0, 4, 0, 1].into()));
+        // A lookup that lands on the point with T = 1 (heads 12 has T = 1
+        // points; a table of the T = 4 point alone) cannot use it: the next
+        // schedule of the list.
+        let only = TunedTable {
+            meta: Map::new(),
+            points: vec![t.points[3].clone()],
+        };
+        assert_eq!(only.schedule(12, 8, 1), Some([1, 8, 0, 4, 0].into()));
+        assert!(!at(&only, 12, 8, 0, 1).config.bulk_store());
+    }
+
+    #[test]
     fn same_heads_and_the_nearest_batch_in_log_scale() {
         let t = table();
         let at = |h, b, tk| {
@@ -480,16 +649,16 @@ mod tests {
     fn tokens_use_their_own_points_else_t1() {
         let t = table();
         // T = 4 is measured at heads 12: its point, whatever the batch.
-        assert_eq!(t.schedule(12, 8, 4), Some([1, 8, 0, 4, 0]));
-        assert_eq!(t.schedule(12, 512, 4), Some([1, 8, 0, 4, 0]));
+        assert_eq!(t.schedule(12, 8, 4), Some([1, 8, 0, 4, 0].into()));
+        assert_eq!(t.schedule(12, 512, 4), Some([1, 8, 0, 4, 0].into()));
         // T = 2 is not: the T = 1 point, filtered by the T > 1 constraints
         // (early < 2): batch 64's fastest staged schedules are skipped.
-        assert_eq!(t.schedule(12, 64, 2), Some([1, 8, 0, 2, 0]));
+        assert_eq!(t.schedule(12, 64, 2), Some([1, 8, 0, 2, 0].into()));
         // Heads 32 has no T > 1 point and batch 128's list holds only early 3
         // and the seed's (explicit) defaults.
-        assert_eq!(t.schedule(32, 128, 4), Some([0, 16, 0, 4, 0]));
+        assert_eq!(t.schedule(32, 128, 4), Some([0, 16, 0, 4, 0].into()));
         // Batch 512 lists nothing valid at T > 1 but the seed's.
-        assert_eq!(t.schedule(12, 512, 3), Some([0, 16, 0, 4, 0]));
+        assert_eq!(t.schedule(12, 512, 3), Some([0, 16, 0, 4, 0].into()));
     }
 
     #[test]

@@ -152,11 +152,19 @@ pub fn validate_layout(config: &KdaConfig, args: &KdaArgs) -> Vec<ArgError> {
     c.vector_rows(Arg::RawGate, &args.raw_gate, 8);
     c.vector_rows(Arg::FBWeight, &args.f_b_weight, 8);
     c.vector_rows(Arg::State, &args.state, 4);
-    if config.staged() && c.well_formed(Arg::State) && args.state.strides()[2] != HEAD_DIM {
+    if (config.staged() || config.bulk_store())
+        && c.well_formed(Arg::State)
+        && args.state.strides()[2] != HEAD_DIM
+    {
+        let what = if config.staged() {
+            "early >= 2 bulk-copies a CTA's state rows as one block"
+        } else {
+            "bulk_store writes a CTA's state rows of a token as one block"
+        };
         c.layout(
             Arg::State,
             format!(
-                "early >= 2 bulk-copies a CTA's state rows as one block, so the value stride must be 128; got {}",
+                "{what}, so the value stride must be 128; got {}",
                 args.state.strides()[2]
             ),
         );
@@ -473,6 +481,25 @@ mod tests {
         let errors = validate(&staged, &args);
         assert_eq!(errors.len(), 1);
         assert!(errors[0].to_string().contains("value stride must be 128"));
+    }
+
+    #[test]
+    fn bulk_stored_state_needs_value_stride_128() {
+        let config = KdaConfig::new(1, 3, 0, true, &[0, 16, 0, 4, 0], 2).unwrap();
+        let bulk = KdaConfig::new(1, 3, 0, true, &[0, 16, 0, 4, 0, 1], 2).unwrap();
+        let mut args = generate(&GenOptions::new(1, 3, 2).seed(5));
+        assert_eq!(validate(&bulk, &args), vec![]);
+        let slots = args.state.shape()[0];
+        args.state = HostTensor::strided(
+            vec![0f32; slots * 128 * 132],
+            vec![slots, 1, 128, 128],
+            vec![128 * 132, 128 * 132, 132, 1],
+        )
+        .unwrap();
+        assert_eq!(validate(&config, &args), vec![]);
+        let errors = validate(&bulk, &args);
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].to_string().contains("bulk_store writes"));
     }
 
     #[test]

@@ -89,7 +89,7 @@ fn invalid_configurations_print_the_typed_error_and_exit_2() {
             &["--tokens", "2", "--schedule", "2,0,0"],
             "invalid configuration: tokens > 1 rules out early >= 2",
         ),
-        (&["--schedule", "0,0"], "schedule needs 3 to 5 entries"),
+        (&["--schedule", "0,0"], "schedule needs 3 to 6 entries"),
     ] {
         let out = kda_split(args).expect_code(2);
         assert!(out.stderr.contains(message), "{args:?}\n{out}");
@@ -124,7 +124,7 @@ fn the_schedule_is_the_tuned_one_unless_seed_or_numbers_are_given() {
     };
     let table = kda_split::TunedTable::builtin();
     let tuned = kda_split::KdaConfig::tuned(2, 3, 0, true, 1).unwrap();
-    let raw = tuned.schedule.raw().map(|x| x.to_string()).join(",");
+    let raw = tuned.schedule.raw().flag();
     let out = demo(&[]);
     assert!(
         out.stdout.contains(&format!(

@@ -51,7 +51,7 @@ fn ptx_follows_the_configuration_flags() {
     // Without --schedule: the tuned table's schedule (`auto`).
     let tuned = kda_split::KdaConfig::tuned(2, 64, 0, true, 1).unwrap();
     let auto = kda_split(&["ptx", "--heads", "2"]).expect_ok().stdout;
-    let s = tuned.schedule.raw().map(|x| x.to_string()).join(",");
+    let s = tuned.schedule.raw().flag();
     assert!(
         auto.starts_with(&format!(
             "// kda-split: heads 2, batch 64, tokens 1, gate mode 0, bias on; schedule [{s}]"

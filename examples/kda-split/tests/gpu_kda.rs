@@ -2,7 +2,8 @@
 //! reference and against the simulator. Skips where there is no CUDA driver.
 //! For compute-sanitizer, which is slow: `KDA_GPU_ONE_PER_EARLY=1` runs the
 //! first configuration of each early level only, `KDA_GPU_POINTS=0,4` the
-//! listed matrix points only.
+//! listed matrix points only (`KDA_GPU_POINTS=17,18,19`: the bulk_store
+//! points, schedule entry 6).
 
 mod common;
 

@@ -49,7 +49,7 @@ fn tuned_schedules_assemble_without_spills() {
         .points
         .iter()
         .filter(|p| {
-            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, &p.schedule, p.tokens)
+            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, p.schedule.entries(), p.tokens)
                 .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
             let kernel =
                 contiguous_kernel(&cfg, false).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
@@ -60,5 +60,31 @@ fn tuned_schedules_assemble_without_spills() {
     assert!(
         spilled.is_empty(),
         "tuned schedules that spill: {spilled:#?}"
+    );
+}
+
+/// Schedule entry 6 (bulk_store) on the tuned schedule of every T > 1 point
+/// of the table.
+#[test]
+fn bulk_store_variants_of_tuned_schedules_assemble_without_spills() {
+    let table = TunedTable::builtin();
+    let multi: Vec<_> = table.points.iter().filter(|p| p.tokens > 1).collect();
+    assert!(!multi.is_empty());
+    let spilled: Vec<String> = multi
+        .iter()
+        .filter(|p| {
+            let mut raw = p.schedule;
+            raw.0[5] = 1;
+            let cfg = KdaConfig::new(p.heads, p.batch, 0, true, raw.entries(), p.tokens)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+            let kernel =
+                contiguous_kernel(&cfg, false).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+            !assembles_without_spills(&format!("bulk store {} {raw:?}", p.name()), &kernel)
+        })
+        .map(|p| p.name())
+        .collect();
+    assert!(
+        spilled.is_empty(),
+        "bulk-store variants that spill: {spilled:#?}"
     );
 }

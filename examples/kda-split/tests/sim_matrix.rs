@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::MATRIX;
+use common::{MATRIX, padding_and_holes};
 use kda_runtime::{SimDevice, SimOptions};
 use kda_split::{compare, run::run};
 
@@ -40,6 +40,29 @@ fn matrix_matches_the_reference() {
         failed.len(),
         MATRIX.len()
     );
+}
+
+/// The bulk_store points' cases (the seeds this test and `gpu_kda` use)
+/// hold a padding request and a write hole, so the GPU run checks that a
+/// token's bulk store is skipped for a hole and nothing is stored for
+/// padding.
+#[test]
+fn bulk_store_points_have_padding_and_a_write_hole() {
+    let mut n_bulk = 0;
+    for (n, point) in MATRIX.iter().enumerate() {
+        if !point.bulk_store() {
+            continue;
+        }
+        n_bulk += 1;
+        let case = point.case(100 + n as u64);
+        let (padding, holes) = padding_and_holes(&case, point.tokens as usize);
+        assert!(
+            padding > 0 && holes > 0,
+            "{} (point {n}): {padding} padding requests, {holes} write holes",
+            point.label()
+        );
+    }
+    assert_eq!(n_bulk, 3);
 }
 
 #[test]

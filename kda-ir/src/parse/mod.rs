@@ -486,6 +486,7 @@ impl Parser {
         self.k.schedule.late_release = self.eat_ident("late_release");
         self.k.schedule.evict_first = self.tensor_hint("evict_first")?;
         self.k.schedule.stage_through_shared = self.tensor_hint("stage_through_shared")?;
+        self.k.schedule.store_through_shared = self.tensor_hint("store_through_shared")?;
         if self.eat_ident("wave") {
             self.expect('=')?;
             let pos = self.pos();

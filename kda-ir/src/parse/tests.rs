@@ -237,7 +237,11 @@ fn the_tensor_hints_name_declared_tensors_in_order() {
             .find(|(n, _)| *n == name)
             .map(|(_, ts)| ts.len())
     };
-    for name in ["evict_first", "stage_through_shared"] {
+    for name in [
+        "evict_first",
+        "stage_through_shared",
+        "store_through_shared",
+    ] {
         for (hint, named) in [
             (String::new(), 0),
             (format!(" {name}=t1"), 1),
@@ -269,17 +273,18 @@ fn the_tensor_hints_name_declared_tensors_in_order() {
             assert!(e.contains(&msg), "{hint}: {e}");
         }
     }
-    // Both hints, each with its own list, in header order.
+    // The hints, each with its own list, in header order.
     let text = format!(
-        "kernel k block=32 cluster=1 evict_first=t1 stage_through_shared=t0 {{\n{decls}}}\n"
+        "kernel k block=32 cluster=1 evict_first=t1 stage_through_shared=t0 store_through_shared=t1 {{\n{decls}}}\n"
     );
     let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         (
             hinted(&k, "evict_first"),
-            hinted(&k, "stage_through_shared")
+            hinted(&k, "stage_through_shared"),
+            hinted(&k, "store_through_shared")
         ),
-        (Some(1), Some(1))
+        (Some(1), Some(1), Some(1))
     );
     assert_eq!(write_kernel(&k), text);
     let swapped = format!(

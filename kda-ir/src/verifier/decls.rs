@@ -92,8 +92,8 @@ fn tensors(cx: &mut Ctx) {
 }
 
 /// The schedule hints name declared tensors, each once, a wave holds at
-/// least one row chain, and staging through shared memory names a tensor
-/// the kernel reads.
+/// least one row chain, staging through shared memory names a tensor the
+/// kernel reads and storing through it one the kernel writes.
 fn hints(cx: &mut Ctx) {
     let k = cx.k;
     let here = Loc::synthetic();
@@ -132,6 +132,21 @@ fn hints(cx: &mut Ctx) {
                 format!(
                     "the stage_through_shared hint names tensor {t} {:?}, which the kernel only writes; \
                      the hint stages a tensor's reads (its tiles and early 16-byte loads) through shared memory",
+                    d.name
+                ),
+            );
+        }
+    }
+    // Likewise storing through shared memory moves a tensor's stored tiles.
+    for &t in &k.schedule.store_through_shared {
+        if let Some(d) = k.tensors.get(t)
+            && d.access == Access::Read
+        {
+            cx.decl_error(
+                &d.loc,
+                format!(
+                    "the store_through_shared hint names tensor {t} {:?}, which the kernel only reads; \
+                     the hint stores a tensor's tiles through shared memory, one bulk store each",
                     d.name
                 ),
             );

@@ -9,7 +9,7 @@ use super::{Named, scalar};
 use crate::engine::Family;
 
 /// `schedule="auto"` (the tuned table, chosen per batch) or an explicit
-/// `[early, lanes, occupancy[, cluster[, evict]]]`.
+/// `[early, lanes, occupancy[, cluster[, evict[, bulk_store]]]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScheduleChoice {
     Auto,
@@ -92,7 +92,7 @@ impl Family for Kda {
 
     fn describe(cfg: &KdaConfig) -> Vec<(&'static str, String)> {
         let s = cfg.resolved_schedule();
-        vec![
+        let mut d = vec![
             ("heads", cfg.heads.to_string()),
             ("tokens", cfg.tokens.to_string()),
             ("batch", cfg.batch.to_string()),
@@ -104,6 +104,12 @@ impl Family for Kda {
             ("occupancy", s.occupancy.to_string()),
             ("cluster", s.cluster.to_string()),
             ("evict", s.evict.to_string()),
-        ]
+        ];
+        if s.bulk_store {
+            // Schedule entry 6 (T > 1: each token's state rows through shared
+            // memory, one bulk store per token); `schedule` shows it too.
+            d.push(("bulk_store", "true".into()));
+        }
+        d
     }
 }

@@ -65,7 +65,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::open_gpu;
-use crate::tuned::TunedTable;
+use crate::tuned::{RawSchedule, TunedTable};
 
 /// What `autotune --help` adds after the flags.
 pub const AFTER_HELP: &str = "\
@@ -73,11 +73,13 @@ Default points: heads 6, 12 and 32 at batch 1, 8, 32, 64, 128, 512 (T = 1) and
 at batch 8 and 64 with T = 4. With --heads, --batch or --tokens: their
 product, a list not given being heads 6, 12, 32, batch 1, 8, 32, 64, 128, 512
 or tokens 1. --schedule adds schedules to the search, --budget-ms and --check
-apply to the finalists. --quick: lanes 8 and 16 only, no evict, 2 finalists,
-shorter timing, a 2.5-minute limit.";
+apply to the finalists. At T > 1 every schedule is also tried with
+bulk_store (schedule entry 6) unless --no-bulk-store. --quick: lanes 8 and 16
+only, no evict, no bulk_store, 2 finalists, shorter timing, a 2.5-minute
+limit.";
 
 /// `[3,16,0,2,0]`.
-fn text(s: &[u32; 5]) -> String {
+fn text(s: &RawSchedule) -> String {
     format!("{s:?}").replace(' ', "")
 }
 

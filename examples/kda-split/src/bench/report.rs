@@ -270,7 +270,7 @@ fn verdict(pass: Option<bool>) -> &'static str {
 fn schedule_text(row: &Row) -> String {
     match row.resolved {
         Some(r) => format!(
-            "{} (early {}, C {}, lanes {}{}{})",
+            "{} (early {}, C {}, lanes {}{}{}{})",
             row.candidate.label,
             r.early,
             r.cluster,
@@ -280,7 +280,8 @@ fn schedule_text(row: &Row) -> String {
             } else {
                 String::new()
             },
-            if r.evict { ", evict" } else { "" }
+            if r.evict { ", evict" } else { "" },
+            if r.bulk_store { ", bulk store" } else { "" }
         ),
         None => row.candidate.label.clone(),
     }

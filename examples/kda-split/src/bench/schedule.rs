@@ -1,5 +1,6 @@
 //! Schedules as the command line spells them: `auto`, a name (`seed`,
-//! `default`, `e1`, ...) or raw entries `early,lanes,occupancy[,cluster[,evict]]`.
+//! `default`, `e1`, ...) or raw entries
+//! `early,lanes,occupancy[,cluster[,evict[,bulk_store]]]`.
 //! One parser ([`Candidate`]'s `FromStr`) serves every command's
 //! `--schedule`: the demo, `run`, `ptx`, `info`, `bench` and `autotune`.
 
@@ -9,10 +10,10 @@ use thiserror::Error;
 
 use super::workload::Point;
 use crate::config::{ConfigError, KdaConfig};
-use crate::tuned::TunedTable;
+use crate::tuned::{RawSchedule, TunedTable};
 
 /// A schedule to try: a label and the raw `(early, lanes, occupancy[,
-/// cluster[, evict]])` of `KdaConfig::new`. `auto` (label `auto`, no
+/// cluster[, evict[, bulk_store]]])` of `KdaConfig::new`. `auto` (label `auto`, no
 /// entries) stands for the tuned table's schedule until resolved at a point
 /// ([`Candidate::at`]) or for a configuration ([`Candidate::config`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -28,7 +29,7 @@ pub struct Candidate {
 pub enum ScheduleError {
     #[error(
         "`{entry}` is not a non-negative integer (expected auto, seed, one of {names} or \
-         early,lanes,occupancy[,cluster[,evict]])",
+         early,lanes,occupancy[,cluster[,evict[,bulk_store]]])",
         names = NAMED.join(", ")
     )]
     Entry { entry: String },
@@ -79,7 +80,7 @@ pub fn default_schedules(quick: bool) -> Vec<Candidate> {
 impl FromStr for Candidate {
     type Err = ScheduleError;
 
-    /// A name, or 3 to 5 comma-separated entries (labelled `[text]`, or
+    /// A name, or 3 to 6 comma-separated entries (labelled `[text]`, or
     /// `seed` for `0,0,0`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
@@ -97,7 +98,7 @@ impl FromStr for Candidate {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if !(3..=5).contains(&raw.len()) {
+        if !(3..=6).contains(&raw.len()) {
             return Err(ScheduleError::Length(ConfigError::ScheduleLength {
                 len: raw.len(),
             }));
@@ -141,8 +142,8 @@ impl Candidate {
             return self.clone();
         }
         let raw = KdaConfig::tuned(point.heads, point.batch, 0, true, point.tokens)
-            .map_or([0, 0, 0, 0, 0], |c| c.schedule.raw());
-        Candidate::new("auto", &raw)
+            .map_or(RawSchedule::default(), |c| c.schedule.raw());
+        Candidate::new("auto", raw.entries())
     }
 
     /// The configuration `new` makes of this schedule (the constructor with
@@ -207,7 +208,7 @@ impl Candidate {
                  configuration: {} there (its tuned [{}] does not fit), the seed's defaults {seed_us}",
                 p.name(),
                 us(measured.map(|m| m.us_per_step)),
-                p.schedule.map(|x| x.to_string()).join(",")
+                p.schedule.flag()
             )
         })
     }
@@ -250,10 +251,15 @@ mod tests {
             ScheduleError::Length(ConfigError::ScheduleLength { len: 2 })
         );
         assert!(
-            e.to_string().contains("schedule needs 3 to 5 entries"),
+            e.to_string().contains("schedule needs 3 to 6 entries"),
             "{e}"
         );
-        assert!(parse("1,2,3,4,5,6").is_err());
+        assert!(parse("1,2,3,4,5,6,7").is_err());
+        // The sixth entry: bulk_store (T > 1).
+        assert_eq!(
+            parse("0,16,0,4,0,1").unwrap(),
+            Candidate::new("[0,16,0,4,0,1]", &[0, 16, 0, 4, 0, 1])
+        );
     }
 
     #[test]
@@ -287,7 +293,7 @@ mod tests {
             let at = auto.at(&point);
             assert_eq!(at.label, "auto");
             let tuned = KdaConfig::tuned(heads, batch, 0, true, tokens).unwrap();
-            assert_eq!(at.raw, tuned.schedule.raw());
+            assert_eq!(at.raw, tuned.schedule.raw().entries());
             assert!(KdaConfig::new(heads, batch, 0, true, &at.raw, tokens).is_ok());
         }
         // Anything else stays as it is.

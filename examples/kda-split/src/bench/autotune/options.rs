@@ -50,6 +50,11 @@ pub struct Options {
     /// Leave evict off (--quick does too).
     #[arg(long)]
     pub no_evict: bool,
+    /// Leave schedule entry 6 (bulk_store: each token's state rows through
+    /// shared memory, one bulk store per token) off at T > 1 (--quick does
+    /// too).
+    #[arg(long)]
+    pub no_bulk_store: bool,
     /// Finalists timed in full besides the seed's defaults [default: 3;
     /// --quick: 2].
     #[arg(long, value_name = "K")]
@@ -88,6 +93,7 @@ struct SpaceJson<'a> {
     cluster: &'a [u32],
     occupancy: &'a [u32],
     evict: &'static str,
+    bulk_store: &'static str,
     extra_schedules: Vec<&'a str>,
     pruned: [&'static str; 2],
 }
@@ -118,6 +124,11 @@ impl Options {
     /// Whether evict is searched (where early >= 2).
     pub fn evict(&self) -> bool {
         !self.no_evict && !self.sweep.quick
+    }
+
+    /// Whether bulk_store (schedule entry 6) is searched (where T > 1).
+    pub fn bulk_store(&self) -> bool {
+        !self.no_bulk_store && !self.sweep.quick
     }
 
     pub fn top(&self) -> usize {
@@ -153,6 +164,11 @@ impl Options {
             occupancy: &self.occupancy,
             evict: if self.evict() {
                 "off and on where early >= 2"
+            } else {
+                "off"
+            },
+            bulk_store: if self.bulk_store() {
+                "off and on where tokens > 1"
             } else {
                 "off"
             },
@@ -206,6 +222,7 @@ pub(crate) mod tests {
         assert_eq!(o.points().len(), 24);
         assert!(o.points().contains(&p(32, 64, 4)));
         assert_eq!((o.top(), o.evict(), o.lanes().len()), (3, true, 4));
+        assert!(o.bulk_store() && !parse(&["--no-bulk-store"]).bulk_store());
         let o = parse(&[
             "autotune",
             "--out",
@@ -223,6 +240,7 @@ pub(crate) mod tests {
         assert_eq!(o.out.to_str(), Some("x.json"));
         assert_eq!(o.points().len(), 12);
         assert_eq!((o.top(), o.evict(), o.lanes()), (2, false, vec![8, 16]));
+        assert!(!o.bulk_store());
         assert_eq!((o.occupancy.clone(), o.minutes()), (vec![0, 2], 1.5));
         for bad in [
             &["--full"][..],

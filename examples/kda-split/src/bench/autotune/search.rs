@@ -17,7 +17,7 @@ use super::text;
 use crate::bench::report::{Candidate, Outcome, Row};
 use crate::bench::workload::Point;
 use crate::bench::{Sweep, measure_point};
-use crate::tuned::{Measured, TunedTable};
+use crate::tuned::{Measured, RawSchedule, TunedTable};
 
 /// What the driver reported about each measured schedule's local memory.
 fn note_rows(spill: &mut SpillCheck, point: &Point, rows: &[Row]) {
@@ -129,7 +129,7 @@ pub fn run(
         let mut ranked = searched.clone();
         ranked.sort_by(|a, b| a.us_per_step.total_cmp(&b.us_per_step));
         let seed = seed.map(|s| s.raw());
-        let label = |s: &[u32; 5]| {
+        let label = |s: &RawSchedule| {
             if Some(*s) == seed {
                 "seed".to_string()
             } else {
@@ -142,12 +142,12 @@ pub fn run(
             .iter()
             .filter(|m| spill.usable(&point, &m.schedule))
             .take(opts.top())
-            .map(|m| Candidate::new(&label(&m.schedule), &m.schedule))
+            .map(|m| Candidate::new(&label(&m.schedule), m.schedule.entries()))
             .collect();
         if let Some(seed) = seed
-            && !finals.iter().any(|c| c.raw == seed)
+            && !finals.iter().any(|c| c.raw == seed.entries())
         {
-            finals.push(Candidate::new("seed", &seed));
+            finals.push(Candidate::new("seed", seed.entries()));
         }
         println!(
             "    searched {} of {} schedules in {:.1} s ({} pruned{}{}); finalists:",
@@ -188,7 +188,7 @@ pub fn run(
             "seconds".into(),
             json!((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0),
         );
-        let seed = seed.unwrap_or([u32::MAX; 5]);
+        let seed = seed.unwrap_or(RawSchedule([u32::MAX; 6]));
         match tuned_point(&point, seed, measured, opts.min_gain, notes, &mut |s| {
             spill.usable(&point, s)
         }) {

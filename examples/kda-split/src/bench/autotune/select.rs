@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use super::text;
 use crate::bench::workload::Point;
 use crate::config::KdaConfig;
-use crate::tuned::{Measured, TunedPoint, TunedTable};
+use crate::tuned::{Measured, RawSchedule, TunedPoint, TunedTable};
 
 /// Timing kinds, best first: full timings rank before the search's.
 fn timing_rank(timing: &str) -> u8 {
@@ -26,11 +26,11 @@ pub const EXCLUDED_NOTE: &str = "excluded_spilling";
 /// measured.
 pub fn tuned_point(
     point: &Point,
-    seed: [u32; 5],
+    seed: RawSchedule,
     mut measured: Vec<Measured>,
     min_gain: f64,
     mut notes: Map<String, Value>,
-    usable: &mut dyn FnMut(&[u32; 5]) -> bool,
+    usable: &mut dyn FnMut(&RawSchedule) -> bool,
 ) -> Option<TunedPoint> {
     measured.sort_by(|a, b| {
         timing_rank(&a.timing)
@@ -43,7 +43,7 @@ pub fn tuned_point(
             once.push(m);
         }
     }
-    let mut excluded: Vec<[u32; 5]> = Vec::new();
+    let mut excluded: Vec<RawSchedule> = Vec::new();
     let mut best = None;
     for m in &once {
         if usable(&m.schedule) {
@@ -95,7 +95,7 @@ pub fn tuned_point(
 }
 
 /// The seed defaults' explicit schedule at `point` (gate mode 0, bias on).
-pub fn seed_schedule(point: &Point) -> Option<[u32; 5]> {
+pub fn seed_schedule(point: &Point) -> Option<RawSchedule> {
     KdaConfig::new(point.heads, point.batch, 0, true, &[0, 0, 0], point.tokens)
         .ok()
         .map(|c| c.resolved_schedule().raw())
@@ -108,7 +108,7 @@ pub fn seed_schedule(point: &Point) -> Option<[u32; 5]> {
 pub fn reselect(
     table: &TunedTable,
     min_gain: f64,
-    usable: &mut dyn FnMut(&Point, &[u32; 5]) -> bool,
+    usable: &mut dyn FnMut(&Point, &RawSchedule) -> bool,
 ) -> TunedTable {
     let mut meta = table.meta.clone();
     meta.insert("min_gain".into(), json!(min_gain));
@@ -125,7 +125,7 @@ pub fn reselect(
                 println!("  {point}: no measurements, kept as it is");
                 return Some(p.clone());
             }
-            let seed = seed_schedule(&point).unwrap_or([u32::MAX; 5]);
+            let seed = seed_schedule(&point).unwrap_or(RawSchedule([u32::MAX; 6]));
             let t = tuned_point(
                 &point,
                 seed,
@@ -163,7 +163,11 @@ mod tests {
         }
     }
 
-    fn m(schedule: [u32; 5], us_per_step: f64, timing: &str) -> Measured {
+    fn rs(s: [u32; 5]) -> RawSchedule {
+        s.into()
+    }
+
+    fn m(schedule: RawSchedule, us_per_step: f64, timing: &str) -> Measured {
         Measured {
             schedule,
             us_per_step,
@@ -173,17 +177,17 @@ mod tests {
 
     #[test]
     fn the_seed_stays_unless_the_best_gains_enough() {
-        let seed = [0, 16, 0, 4, 0];
+        let seed = rs([0, 16, 0, 4, 0]);
         let measured = vec![
-            m([1, 8, 0, 2, 0], 9.0, "search"),
+            m(rs([1, 8, 0, 2, 0]), 9.0, "search"),
             m(seed, 10.0, "full"),
-            m([3, 16, 0, 2, 0], 9.5, "full"),
-            m([3, 16, 0, 2, 0], 9.4, "search"),
+            m(rs([3, 16, 0, 2, 0]), 9.5, "full"),
+            m(rs([3, 16, 0, 2, 0]), 9.4, "search"),
         ];
-        let all = &mut |_: &[u32; 5]| true;
+        let all = &mut |_: &RawSchedule| true;
         let t = tuned_point(&p(12, 64, 1), seed, measured.clone(), 0.01, Map::new(), all).unwrap();
         // Full timings decide; the search's 9.0 does not.
-        assert_eq!((t.schedule, t.us_per_step), ([3, 16, 0, 2, 0], 9.5));
+        assert_eq!((t.schedule, t.us_per_step), (rs([3, 16, 0, 2, 0]), 9.5));
         assert_eq!(t.seed_us_per_step, Some(10.0));
         assert_eq!(t.measured.len(), 3, "each schedule once, full first");
         assert_eq!(t.measured[2].timing, "search");
@@ -196,18 +200,22 @@ mod tests {
 
     #[test]
     fn unusable_schedules_are_not_chosen() {
-        let seed = [0, 16, 0, 4, 0];
-        let (fast, next, slow) = ([1, 16, 0, 4, 0], [1, 32, 0, 4, 0], [1, 8, 0, 4, 0]);
+        let seed = rs([0, 16, 0, 4, 0]);
+        let (fast, next, slow) = (
+            rs([1, 16, 0, 4, 0]),
+            rs([1, 32, 0, 4, 0]),
+            rs([1, 8, 0, 4, 0]),
+        );
         let measured = vec![
             m(seed, 10.0, "full"),
             m(next, 8.1, "full"),
             m(fast, 8.0, "full"),
             m(slow, 8.5, "full"),
-            m([1, 4, 0, 2, 0], 7.0, "search"),
+            m(rs([1, 4, 0, 2, 0]), 7.0, "search"),
         ];
         // The fastest spills: the next is chosen, and nothing below it is asked.
         let mut asked = Vec::new();
-        let mut usable = |s: &[u32; 5]| {
+        let mut usable = |s: &RawSchedule| {
             asked.push(*s);
             *s != fast
         };
@@ -272,14 +280,14 @@ mod tests {
 
     #[test]
     fn reselect_chooses_again_from_the_measurements() {
-        let m = |s: [u32; 5], us: f64| Measured {
+        let m = |s: RawSchedule, us: f64| Measured {
             schedule: s,
             us_per_step: us,
             timing: "full".into(),
         };
         let point = p(32, 8, 4);
         let seed = seed_schedule(&point).unwrap();
-        let (fast, next) = ([1, 16, 0, 4, 0], [1, 32, 0, 4, 0]);
+        let (fast, next) = (rs([1, 16, 0, 4, 0]), rs([1, 32, 0, 4, 0]));
         let mut notes = Map::new();
         notes.insert("candidates".into(), json!(22));
         let mut meta = Map::new();

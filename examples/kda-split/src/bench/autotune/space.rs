@@ -65,7 +65,7 @@ pub fn space(opts: &Options, point: &Point) -> Space {
         let label = label.map_or_else(|| format!("{raw:?}").replace(' ', ""), str::to_string);
         out.candidates.push(Candidate {
             label,
-            raw: raw.to_vec(),
+            raw: raw.entries().to_vec(),
         });
     };
     push(Some("seed"), &[0, 0, 0], false, &mut out);
@@ -77,6 +77,13 @@ pub fn space(opts: &Options, point: &Point) -> Space {
     for c in extras {
         push(None, &c.raw, false, &mut out);
     }
+    // Schedule entry 6 (each token's state rows through shared memory, one
+    // bulk store per token) exists at T > 1 only.
+    let bulks: &[u32] = if point.tokens > 1 && opts.bulk_store() {
+        &[0, 1]
+    } else {
+        &[0]
+    };
     for early in 0..=3u32 {
         let evicts: &[u32] = if early >= 2 && opts.evict() {
             &[0, 1]
@@ -87,12 +94,14 @@ pub fn space(opts: &Options, point: &Point) -> Space {
             for &cluster in &opts.cluster {
                 for &occupancy in &opts.occupancy {
                     for &evict in evicts {
-                        push(
-                            None,
-                            &[early, lanes, occupancy, cluster, evict],
-                            true,
-                            &mut out,
-                        );
+                        for &bulk in bulks {
+                            push(
+                                None,
+                                &[early, lanes, occupancy, cluster, evict, bulk],
+                                true,
+                                &mut out,
+                            );
+                        }
                     }
                 }
             }
@@ -137,10 +146,27 @@ mod tests {
         assert_eq!(s.candidates.len(), 11 + 11 + 22 + 16);
         assert!(s.pruned > 0);
         assert!(seen.contains(&vec![3, 16, 0, 2, 0]) && seen.contains(&vec![2, 32, 0, 8, 1]));
-        // T > 1: early 0 and 1 only.
+        assert!(s.candidates.iter().all(|c| c.raw.len() == 5));
+        // T > 1: early 0 and 1 only, each with bulk_store off and on (the
+        // latter labelled with its sixth entry).
         let s = space(&o, &p(12, 8, 4));
-        assert_eq!(s.candidates.len(), 22);
+        assert_eq!(s.candidates.len(), 22 + 22);
         assert!(s.candidates.iter().all(|c| c.raw[0] < 2));
+        let bulk: Vec<_> = s.candidates.iter().filter(|c| c.raw.len() == 6).collect();
+        assert_eq!(bulk.len(), 22);
+        assert!(
+            bulk.iter()
+                .all(|c| c.raw[5] == 1 && c.label.ends_with(",1]"))
+        );
+        assert!(
+            s.candidates
+                .iter()
+                .any(|c| c.label == "[0,16,0,4,0,1]" && c.raw == [0, 16, 0, 4, 0, 1])
+        );
+        assert!(s.candidates.iter().any(|c| c.label == "[1,16,0,4,0]"));
+        // Not with --no-bulk-store.
+        let s = space(&parse(&["--no-bulk-store"]), &p(12, 8, 4));
+        assert_eq!(s.candidates.len(), 22);
         // Quick: lanes 8 and 16, no evict.
         let s = space(&parse(&["--quick"]), &p(12, 1, 1));
         assert!(s.candidates.iter().all(|c| c.raw[4] == 0));

@@ -12,15 +12,23 @@ use crate::bench::report::BenchFile;
 use crate::bench::workload::Point;
 use crate::config::KdaConfig;
 use crate::run::contiguous_kernel;
+use crate::tuned::RawSchedule;
 
 /// Whether `schedule` spills registers at `point` (gate mode 0, bias on, as
 /// the workload launches it): the kernel `run` launches for contiguous
 /// tensors, compiled and assembled by ptxas for sm_90a. `None` where ptxas is
 /// not found; `Some(true)` where it spills (stores or loads), where ptxas
 /// rejects it, or where it does not build.
-pub fn spills(point: &Point, schedule: &[u32; 5]) -> Option<bool> {
+pub fn spills(point: &Point, schedule: &RawSchedule) -> Option<bool> {
     kda_ir::ptxas::find()?;
-    let Ok(cfg) = KdaConfig::new(point.heads, point.batch, 0, true, schedule, point.tokens) else {
+    let Ok(cfg) = KdaConfig::new(
+        point.heads,
+        point.batch,
+        0,
+        true,
+        schedule.entries(),
+        point.tokens,
+    ) else {
         return Some(true);
     };
     let Ok(kernel) = contiguous_kernel(&cfg, false) else {
@@ -42,10 +50,10 @@ pub fn spills(point: &Point, schedule: &[u32; 5]) -> Option<bool> {
 #[derive(Debug)]
 pub struct SpillCheck {
     checked: bool,
-    known: HashMap<(Point, [u32; 5]), bool>,
+    known: HashMap<(Point, RawSchedule), bool>,
     /// Local memory per thread the GPU's driver reported for a schedule at
     /// a point (its JIT may spill where ptxas does not).
-    device: HashMap<(Point, [u32; 5]), u32>,
+    device: HashMap<(Point, RawSchedule), u32>,
 }
 
 impl Default for SpillCheck {
@@ -66,7 +74,7 @@ impl SpillCheck {
 
     /// Record what the GPU's driver reported for `schedule` at `point`: a
     /// schedule with local memory is left out whatever ptxas says.
-    pub fn note_device(&mut self, point: &Point, schedule: &[u32; 5], local_bytes: u32) {
+    pub fn note_device(&mut self, point: &Point, schedule: &RawSchedule, local_bytes: u32) {
         let at = self.device.entry((*point, *schedule)).or_insert(0);
         *at = (*at).max(local_bytes);
     }
@@ -96,7 +104,7 @@ impl SpillCheck {
 
     /// Whether `schedule` may be chosen at `point`: it does not spill (or
     /// spills cannot be checked). Prints each schedule left out.
-    pub fn usable(&mut self, point: &Point, schedule: &[u32; 5]) -> bool {
+    pub fn usable(&mut self, point: &Point, schedule: &RawSchedule) -> bool {
         if let Some(&bytes) = self.device.get(&(*point, *schedule))
             && bytes > 0
         {
@@ -165,12 +173,12 @@ mod tests {
             batch: 64,
             tokens: 4,
         };
-        assert!(!spill.usable(&at, &[0, 32, 0, 4, 0]));
+        assert!(!spill.usable(&at, &[0, 32, 0, 4, 0].into()));
         // The same schedule elsewhere is not known to spill on the GPU.
         let other = Point { batch: 8, ..at };
         spill.checked = false; // no ptxas in this test: only the GPU's report counts
-        assert!(spill.usable(&other, &[0, 32, 0, 4, 0]));
-        assert!(spill.usable(&at, &[0, 16, 0, 4, 0]));
+        assert!(spill.usable(&other, &[0, 32, 0, 4, 0].into()));
+        assert!(spill.usable(&at, &[0, 16, 0, 4, 0].into()));
         assert!(serde_json::from_value::<BenchFile>(json!({})).is_err());
     }
 }

@@ -12,7 +12,7 @@ use super::select::tuned_point;
 use super::text;
 use crate::bench::report::BenchFile;
 use crate::bench::workload::Point;
-use crate::tuned::{Measured, TunedTable};
+use crate::tuned::{Measured, RawSchedule, TunedTable};
 
 /// The largest bench file or tuned table read: the checked-in ones are a
 /// few KiB, a full sweep's bench file well under 1 MiB.
@@ -122,7 +122,7 @@ pub fn table_from_bench(
     doc: &BenchFile,
     file: &Path,
     min_gain: f64,
-    usable: &mut dyn FnMut(&Point, &[u32; 5]) -> bool,
+    usable: &mut dyn FnMut(&Point, &RawSchedule) -> bool,
 ) -> Result<TunedTable, AutotuneError> {
     let device = doc
         .device
@@ -130,7 +130,7 @@ pub fn table_from_bench(
         .ok_or_else(|| AutotuneError::NoDevice {
             path: file.to_path_buf(),
         })?;
-    let mut points: Vec<(Point, Option<[u32; 5]>, Vec<Measured>)> = Vec::new();
+    let mut points: Vec<(Point, Option<RawSchedule>, Vec<Measured>)> = Vec::new();
     for r in &doc.rows {
         let point = r.point();
         let at = match points.iter().position(|(p, _, _)| *p == point) {
@@ -166,7 +166,7 @@ pub fn table_from_bench(
     let table_points = points
         .into_iter()
         .filter_map(|(point, seed, measured)| {
-            let seed = seed.unwrap_or([u32::MAX; 5]);
+            let seed = seed.unwrap_or(RawSchedule([u32::MAX; 6]));
             tuned_point(&point, seed, measured, min_gain, Map::new(), &mut |s| {
                 usable(&point, s)
             })
@@ -185,7 +185,7 @@ pub fn markdown(table: &TunedTable) -> String {
         table.meta_str("device").unwrap_or("?"),
         table.meta_str("date").unwrap_or("?")
     );
-    s += "| point | schedule [early,lanes,occ,cluster,evict] | µs/step | seed µs/step | speedup | schedules timed |\n";
+    s += "| point | schedule [early,lanes,occ,cluster,evict[,bulk_store]] | µs/step | seed µs/step | speedup | schedules timed |\n";
     s += "|---|---|---:|---:|---:|---:|\n";
     for p in &table.points {
         s += &format!(

@@ -13,6 +13,7 @@ use crate::bench::gpu::{CopyRow, Timing};
 use crate::bench::schedule::Candidate;
 use crate::bench::workload::Point;
 use crate::config::Schedule;
+use crate::tuned::RawSchedule;
 
 /// The whole file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -141,9 +142,9 @@ impl RowJson {
         }
     }
 
-    /// The explicit schedule (`[early, lanes, occupancy, cluster, evict]`)
-    /// the row resolved to, if it says.
-    pub fn schedule(&self) -> Option<[u32; 5]> {
+    /// The explicit schedule (`[early, lanes, occupancy, cluster,
+    /// evict[, bulk_store]]`) the row resolved to, if it says.
+    pub fn schedule(&self) -> Option<RawSchedule> {
         self.resolved.map(|r| r.raw())
     }
 
@@ -164,18 +165,23 @@ pub struct ResolvedJson {
     pub evict: bool,
     pub lanes: u32,
     pub occupancy: u32,
+    /// Schedule entry 6, each token's state rows through shared memory as
+    /// one bulk store (written only when on).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bulk_store: bool,
 }
 
 impl ResolvedJson {
-    /// `[early, lanes, occupancy, cluster, evict]`.
-    pub fn raw(&self) -> [u32; 5] {
-        [
+    /// `[early, lanes, occupancy, cluster, evict, bulk_store]`.
+    pub fn raw(&self) -> RawSchedule {
+        RawSchedule([
             self.early,
             self.lanes,
             self.occupancy,
             self.cluster,
             u32::from(self.evict),
-        ]
+            u32::from(self.bulk_store),
+        ])
     }
 }
 
@@ -187,6 +193,7 @@ impl From<Schedule> for ResolvedJson {
             evict: s.evict,
             lanes: s.lanes,
             occupancy: s.occupancy,
+            bulk_store: s.bulk_store,
         }
     }
 }
