@@ -84,12 +84,13 @@ def test_ptx_and_info():
 
 
 def test_the_schedule_follows_the_batch():
-    # Below batch 64 the plain schedule; from it on evict-first and the
-    # trigger at entry, and at T = 1 the state staged (docs/perf.md).
+    # Below batch 64 the plain schedule with the conv taps' early release;
+    # from it on evict-first, the trigger at entry, the release after the
+    # conv, and at T = 1 the state staged (docs/perf.md).
     one, four = kda.GdnDecode(1, 2), kda.GdnDecode(1, 2, tokens=4, lanes=8)
-    assert one.info(requests=63)["schedule"] == "l16"
+    assert one.info(requests=63)["schedule"] == "l16 erel"
     assert one.info(requests=64)["schedule"] == "l16 evict trig staged"
-    assert four.info(requests=1)["schedule"] == "l8"
+    assert four.info(requests=1)["schedule"] == "l8 erel"
     assert four.info(requests=512)["schedule"] == "l8 evict trig"
     assert "cp.async.bulk" in one.ptx(requests=64)
     assert "cp.async.bulk" not in one.ptx(requests=63)
