@@ -64,6 +64,19 @@ pub struct TileRow<'a, T: Elem, const R: usize> {
     at: Val<u32>,
 }
 
+/// The global index of column `c` of row `row` (a global row index) of a
+/// tile at `origin`: the origin with its two innermost indices replaced.
+fn element_index<const R: usize>(origin: [Ix; R], row: Val<u32>, c: Val<u32>) -> [Ix; R] {
+    let c = match origin[R - 1] {
+        Ix::Const(0) => c,
+        o => Val::<u32>::from_value(o.value()) + c,
+    };
+    let mut index = origin;
+    index[R - 2] = Ix::Val(row.value());
+    index[R - 1] = Ix::Val(c.value());
+    index
+}
+
 impl<T: Elem, const R: usize> Tensor<T, R> {
     /// The tile of `shape = [rows, cols]` elements of the two innermost
     /// dimensions starting at `origin`, which this CTA reads. Declare it with
@@ -176,14 +189,7 @@ impl<T: Elem, const R: usize> TileRow<'_, T, R> {
         if let Some((buf, _)) = tile.staged {
             return buf.load4(self.at + c);
         }
-        let c = match tile.origin[R - 1] {
-            Ix::Const(0) => c,
-            o => Val::<u32>::from_value(o.value()) + c,
-        };
-        let mut index = tile.origin;
-        index[R - 2] = Ix::Val(self.at.value());
-        index[R - 1] = Ix::Val(c.value());
-        tile.tensor.load4(index)
+        tile.tensor.load4(element_index(tile.origin, self.at, c))
     }
 }
 
@@ -603,13 +609,7 @@ impl<T: Elem, const R: usize, L: Fn() -> Option<Val<bool>>> StoreRow<'_, '_, T, 
             }
             return;
         }
-        let c = match tile.origin[R - 1] {
-            Ix::Const(0) => c,
-            o => Val::<u32>::from_value(o.value()) + c,
-        };
-        let mut index = tile.origin;
-        index[R - 2] = Ix::Val(self.at.value());
-        index[R - 1] = Ix::Val(c.value());
+        let index = element_index(tile.origin, self.at, c);
         match mask.pred {
             Some(ok) => tile.writer.tensor.store_if(index, v, ok),
             None => tile.writer.tensor.store(index, v),
