@@ -11,12 +11,15 @@
 //! benchmark's workload (steps chained over rotating slot groups, as
 //! `kda-split bench` times them) with the variant, against the reference.
 
+mod common;
+
+use common::padding_and_holes;
 use kda_runtime::{SimDevice, SimOptions};
 use kda_split::bench::report::Candidate;
 use kda_split::bench::sim::check_workload;
 use kda_split::bench::workload::Point as BenchPoint;
 use kda_split::run::run;
-use kda_split::{Case, GateInputs, GenOptions, KdaArgs, KdaConfig, RawGateOrder, compare};
+use kda_split::{Case, GateInputs, GenOptions, KdaConfig, RawGateOrder, compare};
 
 /// (heads, requests, tokens, gate mode, bias, schedule without entry 6).
 type Point = (u32, usize, u32, u32, bool, [u32; 5]);
@@ -43,23 +46,6 @@ fn config(p: &Point, bulk: bool) -> KdaConfig {
         .unwrap_or_else(|e| panic!("{p:?}: {e}"))
 }
 
-/// (padding requests, write holes of live requests) of a T > 1 case.
-fn padding_and_holes(args: &KdaArgs, tokens: usize) -> (usize, usize) {
-    let table = args.slots.values();
-    let width = args.slots.shape()[1];
-    let accepted = args.accepted.as_ref().unwrap().values();
-    let (mut padding, mut holes) = (0, 0);
-    for (b, &a) in accepted.iter().enumerate() {
-        let row = &table[b * width..b * width + tokens];
-        if table[b * width + a as usize - 1] <= 0.0 {
-            padding += 1;
-        } else {
-            holes += row.iter().filter(|&&s| s <= 0.0).count();
-        }
-    }
-    (padding, holes)
-}
-
 /// The first case from `seed` on with at least one padding request and one
 /// write hole.
 fn case(p: &Point, seed: u64) -> Case {
@@ -80,7 +66,7 @@ fn case(p: &Point, seed: u64) -> Case {
             Case::generate(&opts, order).unwrap_or_else(|e| panic!("{p:?}: {e}"))
         })
         .find(|c| {
-            let (padding, holes) = padding_and_holes(&c.args, tokens as usize);
+            let (padding, holes) = padding_and_holes(&c, tokens as usize);
             padding > 0 && holes > 0
         })
         .unwrap_or_else(|| panic!("{p:?}: no case with padding and a hole"))

@@ -208,16 +208,22 @@ mod tests {
     const USE: &str = "  v7:f32 = add v6, v6\n";
     const TAIL: &str = "  st.global t0[v0], v7\n}\n";
 
+    /// `text` parsed, verified, through the pass, and verified again.
+    fn sunk(text: &str) -> Kernel {
+        let mut k = parse_kernel(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        verified(&k);
+        run(&mut k);
+        verified(&k);
+        k
+    }
+
     /// `HEAD`, the release, the tap's use, `passed` and `stop` (then the
     /// rewrite of the taps); after the pass the release must sit between
     /// `passed` and `stop`, and nothing else have moved.
     fn sinks_to(passed: &str, stop: &str) {
         let input = format!("{HEAD}{ARRIVE}{USE}{passed}{stop}{TAIL}");
         let want = format!("{HEAD}{USE}{passed}{ARRIVE}{stop}{TAIL}");
-        let mut k = parse_kernel(&input).unwrap_or_else(|e| panic!("{e}\n{input}"));
-        verified(&k);
-        run(&mut k);
-        verified(&k);
+        let k = sunk(&input);
         let want = parse_kernel(&want).unwrap_or_else(|e| panic!("{e}\n{want}"));
         assert_eq!(
             write_kernel(&k),
@@ -381,9 +387,7 @@ mod tests {
         let want = format!(
             "{HEAD}{USE}{ARRIVE}  cluster.wait\n  v8:f32 = mul v7, v7\n  cluster.arrive\n  cluster.wait\n{TAIL}"
         );
-        let mut k = parse_kernel(&input).unwrap_or_else(|e| panic!("{e}"));
-        run(&mut k);
-        verified(&k);
+        let k = sunk(&input);
         assert_eq!(
             write_kernel(&k),
             write_kernel(&parse_kernel(&want).unwrap())
@@ -407,10 +411,7 @@ mod tests {
   st.global t0[v0], v2
 }
 ";
-        let mut k = parse_kernel(text).unwrap_or_else(|e| panic!("{e}"));
-        verified(&k);
-        run(&mut k);
-        verified(&k);
+        let k = sunk(text);
         assert_eq!(
             names(&k, k.body),
             [
@@ -447,10 +448,7 @@ mod tests {
   st.global t0[v0], v2
 }
 ";
-        let mut k = parse_kernel(text).unwrap_or_else(|e| panic!("{e}"));
-        verified(&k);
-        run(&mut k);
-        verified(&k);
+        let k = sunk(text);
         assert_eq!(
             names(&k, k.body),
             [
