@@ -66,7 +66,7 @@ fn case(p: &Point, seed: u64) -> Case {
             Case::generate(&opts, order).unwrap_or_else(|e| panic!("{p:?}: {e}"))
         })
         .find(|c| {
-            let (padding, holes) = padding_and_holes(&c, tokens as usize);
+            let (padding, holes) = padding_and_holes(c, tokens as usize);
             padding > 0 && holes > 0
         })
         .unwrap_or_else(|| panic!("{p:?}: no case with padding and a hole"))
