@@ -37,6 +37,8 @@
 //! instead (no GPU): per point, the fastest schedule the bench measured.
 //! `--reselect FILE` (no GPU) chooses every point of a tuned table again
 //! from the schedules it measured there, with the current rules.
+//! `--merge FILE` (no GPU) puts the points of a partial table in place of
+//! the same points of the table at `--out` ([`merge`](mod@merge)).
 
 //!
 //! The modules: [`options`] (the flags), [`space`](mod@space) (what is searched),
@@ -45,6 +47,7 @@
 //! (the table's metadata, `--from-bench`, the markdown summary, writing).
 
 pub mod error;
+pub mod merge;
 pub mod options;
 pub mod search;
 pub mod select;
@@ -94,6 +97,18 @@ pub fn main(opts: &Options, command: &str) -> Result<(), AutotuneError> {
             table_from_bench(&doc, file, opts.min_gain, &mut |p, s| spill.usable(p, s))?;
         table.meta.insert("spills".into(), json!(spill.describe()));
         return finish(&opts.out, &table);
+    }
+    if let Some(file) = &opts.merge {
+        let base = table::read_table(&opts.out)?;
+        let part = table::read_table(file)?;
+        let merged = merge::merge(&base, &part, file)?;
+        println!(
+            "{} point(s) of {} merged into {}",
+            part.points.len(),
+            file.display(),
+            opts.out.display()
+        );
+        return finish(&opts.out, &merged);
     }
     if let Some(file) = &opts.reselect {
         let old = table::read_table(file)?;

@@ -32,6 +32,15 @@ pub enum AutotuneError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `--merge`: the two tables were measured on different GPUs or
+    /// workloads.
+    #[error("{}: measured with {key} {part}, the table at --out with {base}: timings of the two would not compare", path.display())]
+    Mismatch {
+        path: PathBuf,
+        key: &'static str,
+        base: String,
+        part: String,
+    },
     #[error("serializing the table: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -77,6 +77,11 @@ pub struct Options {
     /// --min-gain); keeps its measurements.
     #[arg(long, value_name = "FILE", group = "table_source")]
     pub reselect: Option<PathBuf>,
+    /// No GPU: put the points of the tuned table FILE (e.g. an autotune run
+    /// over `--tokens 2,4,8` only) in place of the same points of the table
+    /// at --out, keeping its others; both must come from the same GPU.
+    #[arg(long, value_name = "FILE", group = "table_source")]
+    pub merge: Option<PathBuf>,
     /// With --reselect or --from-bench (repeatable): also leave out schedules
     /// a `kda-split bench --json` file saw using local memory on the GPU (the
     /// driver's JIT can spill where ptxas does not); a GPU search reads what
@@ -262,6 +267,16 @@ pub(crate) mod tests {
             Some(PathBuf::from("t.json"))
         );
         assert!(try_parse(&["--reselect", "a", "--from-bench", "b"]).is_err());
+    }
+
+    #[test]
+    fn merge_excludes_the_other_table_sources() {
+        assert_eq!(
+            parse(&["--merge", "t4.json"]).merge,
+            Some(PathBuf::from("t4.json"))
+        );
+        assert!(try_parse(&["--merge", "a", "--reselect", "b"]).is_err());
+        assert!(try_parse(&["--merge", "a", "--from-bench", "b"]).is_err());
     }
 
     #[test]
