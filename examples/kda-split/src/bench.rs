@@ -5,10 +5,17 @@
 //!    (`f32x4` loads and stores) over 1 GiB, several block / unroll variants,
 //!    bytes read + written over the median time; the best verified variant
 //!    is the ceiling. The driver's device-to-device copy is shown beside it.
-//! 2. **Graph kernel-node floor**: graphs of 256 empty kernels, one CTA and
+//! 2. **Same-bytes copy** (unless `--no-same-bytes-copy`), per point, after
+//!    its schedules ([`same_copy`]): a copy that moves exactly the point's state traffic
+//!    (reads `B·H` pages, writes `T` copies), PDL-chained in a graph of the
+//!    point's steps over the point's slot-group rotation, each copy-step
+//!    variant verified and timed; KdaSplit's rows give their state traffic
+//!    as "% of same-bytes copy" beside "% of copy": the part of the gap to
+//!    the ceiling any kernel moving that much per chained step pays.
+//! 3. **Graph kernel-node floor**: graphs of 256 empty kernels, one CTA and
 //!    KdaSplit's batch-1 geometry (12 heads × clusters of 8), with and
 //!    without PDL.
-//! 3. **KdaSplit** over heads × batch × tokens × schedule. Per point, the
+//! 4. **KdaSplit** over heads × batch × tokens × schedule. Per point, the
 //!    state lives in slot groups totalling ≥ 4 × L2 (filled on the device);
 //!    a graph holds `max(groups, 32)` PDL-chained steps, step `s` on slot
 //!    group `s mod groups`, and is replayed for about 250 ms; µs/step is the
@@ -16,8 +23,8 @@
 //!    `B·H·128·128·4·(1 + T)` bytes per step (one page read, T written per
 //!    request and head; every request active).
 //!
-//! Prints markdown tables (copy, floor, every schedule, targets with
-//! verdicts) and writes everything as JSON with `--json FILE`. Without a GPU
+//! Prints markdown tables (copy, same-bytes copy, floor, every schedule,
+//! targets with verdicts) and writes everything as JSON with `--json FILE`. Without a GPU
 //! it says so and fails (exit 4); `--sim` checks the machinery on the
 //! simulator instead.
 //!
@@ -30,6 +37,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod options;
 pub mod report;
+pub mod same_copy;
 pub mod schedule;
 pub mod sim;
 pub mod workload;
@@ -43,8 +51,10 @@ use std::time::Instant;
 use kda_runtime::{CudaDevice, Device, RuntimeError};
 
 use crate::config::KdaConfig;
-use gpu::{Budget, copy_ceiling, measure_kda, node_floor, tbps};
+use gpu::{Budget, SameCopyRow, copy_ceiling, measure_kda, node_floor, same_bytes_copy, tbps};
+use kernels::COPY_VARIANTS;
 use report::{Outcome, Resolved, Results, Row};
+use same_copy::SameBytes;
 use workload::Workload;
 
 /// What `bench --help` adds after the flags.
@@ -102,9 +112,8 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
     let l2 = dev.l2_cache_bytes()?;
     println!("bench on {} (L2 {} MiB)", dev.describe(), l2 >> 20);
 
-    let copy_variants = [(256, 1), (256, 2), (256, 4), (512, 2), (1024, 1)];
     let copy =
-        copy_ceiling(dev, opts.copy_mib() << 20, &copy_variants, &budget).unwrap_or_else(|e| {
+        copy_ceiling(dev, opts.copy_mib() << 20, &COPY_VARIANTS, &budget).unwrap_or_else(|e| {
             println!("  copy ceiling failed: {e}");
             Vec::new()
         });
@@ -142,9 +151,20 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
 
     let schedules = opts.schedules();
     let mut rows = Vec::new();
+    let mut same_copy = Vec::new();
+    let mut same_done = Vec::new();
     for point in opts.points() {
-        let (mut workload, check) = match opts.sweep.workload(dev, point, l2) {
-            Ok(w) => w,
+        match opts.sweep.workload(dev, point, l2) {
+            Ok((mut workload, check)) => {
+                let sweep = Sweep {
+                    budget,
+                    check,
+                    ceiling,
+                    verbose: true,
+                    deadline: None,
+                };
+                rows.extend(measure_point(dev, &mut workload, &schedules, &sweep));
+            }
             Err(e) => {
                 let (groups, steps) = workload::rotation(&opts.sweep.plan(l2), &point);
                 rows.extend(schedules.iter().map(|c| Row {
@@ -155,27 +175,76 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
                     steps,
                     outcome: Outcome::Failed(format!("setup: {e}")),
                 }));
-                continue;
             }
-        };
-        let sweep = Sweep {
-            budget,
-            check,
-            ceiling,
-            verbose: true,
-            deadline: None,
-        };
-        rows.extend(measure_point(dev, &mut workload, &schedules, &sweep));
+        }
+        // After the point's workload is freed: the copy's groups take as
+        // much memory again.
+        if opts.same_bytes_copy() {
+            same_copy.extend(same_copy_of(
+                dev,
+                point,
+                &opts.sweep.plan(l2),
+                &budget,
+                ceiling,
+                &mut same_done,
+            ));
+        }
     }
     Ok(Results {
         device: dev.describe(),
         l2_bytes: l2,
         copy,
+        same_copy,
         floor,
         rows,
         options: opts.to_json(),
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// The same-bytes copy of `point` ([`same_copy`]), unless `done` already
+/// holds its bytes (points of the same `B·H` and `T` share one); says what
+/// it measured, or why it failed (then no rows).
+fn same_copy_of(
+    dev: &CudaDevice,
+    point: workload::Point,
+    plan: &workload::Plan,
+    budget: &Budget,
+    ceiling: Option<f64>,
+    done: &mut Vec<SameBytes>,
+) -> Vec<SameCopyRow> {
+    let same = match SameBytes::of(&point) {
+        Ok(same) => same,
+        Err(e) => {
+            println!("  same-bytes copy: {e}");
+            return Vec::new();
+        }
+    };
+    if done.contains(&same) {
+        return Vec::new();
+    }
+    done.push(same);
+    let rows = same_bytes_copy(dev, same, plan, &COPY_VARIANTS, budget).unwrap_or_else(|e| {
+        println!("  {point}: same-bytes copy failed: {e}");
+        Vec::new()
+    });
+    for c in &rows {
+        println!(
+            "    same-bytes copy {} ({:.1} MB/step, {} steps over {} groups): {:.2} µs/step, {:.3} TB/s{}{}",
+            c.name,
+            c.bytes_per_step as f64 / 1e6,
+            c.steps_per_graph,
+            c.slot_groups,
+            c.timing.median_us,
+            c.tbps,
+            ceiling.map_or(String::new(), |ceil| format!(
+                "  {:>5.1} % of copy",
+                c.tbps / ceil * 100.0
+            )),
+            if c.verified { "" } else { " (WRONG RESULT)" }
+        );
+    }
+    rows
 }
 
 /// How [`measure_point`] times and reports.
@@ -319,7 +388,7 @@ mod tests {
 
     #[test]
     fn report_renders_targets_and_json() {
-        use gpu::{CopyRow, KdaMeasure, Timing};
+        use gpu::{CopyRow, KdaMeasure, SameCopyRow, Timing};
         use kda_runtime::cuda::KernelResources;
         let timing = |us: f64| Timing {
             median_us: us,
@@ -373,6 +442,24 @@ mod tests {
                 tbps: 4.0,
                 verified: true,
             }],
+            // H12 B128 T1's bytes: the faster variant copied wrongly and
+            // does not count; the other takes 60 µs a step.
+            same_copy: [("b256_u4", 40.0, false), ("b512_u2", 60.0, true)]
+                .map(|(name, us, verified)| {
+                    let bytes = 2 * 12 * 128 * 65536;
+                    SameCopyRow {
+                        bytes_per_step: bytes,
+                        copies: 1,
+                        name: format!("bench_copy_step_{name}_t1"),
+                        read_bytes: bytes / 2,
+                        slot_groups: 2,
+                        steps_per_graph: 32,
+                        tbps: tbps(bytes, us),
+                        timing: timing(us),
+                        verified,
+                    }
+                })
+                .to_vec(),
             floor: vec![],
             rows: vec![
                 Row {
@@ -425,8 +512,39 @@ mod tests {
             .unwrap();
         assert!(b128.contains("PASS"), "{b128}");
         assert!(md.contains("FAILED: boom"));
+        // The same-bytes copy: 60 µs a step against KdaSplit's 50 µs is
+        // 120 %, in the column after "% of copy" (100.7 % of 4.0 TB/s).
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| H12 B128 T1 | seed"))
+            .unwrap();
+        assert!(row.ends_with("| 100.7 | 120.0 |"), "{row}");
+        let t4 = md
+            .lines()
+            .find(|l| l.starts_with("| H12 B8 T4 | seed"))
+            .unwrap();
+        assert!(t4.ends_with("| — |"), "no copy of its bytes: {t4}");
+        let copy = md
+            .lines()
+            .find(|l| l.starts_with("| H12 B128 T1 | 201.3 | 1 |"))
+            .unwrap();
+        assert!(
+            copy.contains("bench_copy_step_b512_u2_t1") && copy.contains("| 60.00 |"),
+            "{copy}"
+        );
+        // 201.3 MB in 60 µs: 3.355 TB/s, 83.9 % of the 4.0 TB/s ceiling.
+        assert!(copy.ends_with("| 3.355 | 83.9 |"), "{copy}");
         let doc = report::to_json(&results);
         assert_eq!(doc.rows.len(), 7);
+        assert_eq!(doc.same_bytes_copy.len(), 2);
+        let b128 = doc.rows.iter().find(|r| r.batch == 128).unwrap();
+        assert!((b128.fraction_of_same_bytes_copy.unwrap() - 1.2).abs() < 1e-9);
+        assert!(
+            doc.rows
+                .iter()
+                .filter(|r| r.batch != 128)
+                .all(|r| r.fraction_of_same_bytes_copy.is_none())
+        );
         assert_eq!(doc.targets[0].default_schedule.as_deref(), Some("auto"));
         assert_eq!(doc.copy_ceiling_tbps, Some(4.0));
         assert!(doc.targets.len() >= 5);
@@ -436,5 +554,26 @@ mod tests {
         let back: BenchFile = serde_json::from_str(&text).unwrap();
         let untyped: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(serde_json::to_value(&back).unwrap(), untyped);
+    }
+
+    #[test]
+    fn bench_files_from_before_the_same_bytes_copy_still_read() {
+        // An older file: no same-bytes copy, no per-row fraction of it, no
+        // option for it.
+        let old = serde_json::json!({
+            "copy_ceiling_tbps": 4.0,
+            "options": {"quick": true, "seed": 1},
+            "rows": [{
+                "batch": 128, "heads": 12, "tokens": 1, "schedule": "auto",
+                "status": "ok", "us_per_step": 50.0, "fraction_of_copy": 1.007
+            }]
+        });
+        let doc: BenchFile = serde_json::from_value(old).unwrap();
+        assert!(doc.same_bytes_copy.is_empty() && !doc.options.same_bytes_copy);
+        assert_eq!(doc.rows[0].fraction_of_same_bytes_copy, None);
+        assert_eq!(doc.rows[0].good_us(), Some(50.0));
+        // Written again, it gains no field it did not have.
+        let row = serde_json::to_value(&doc.rows[0]).unwrap();
+        assert!(row.get("fraction_of_same_bytes_copy").is_none());
     }
 }

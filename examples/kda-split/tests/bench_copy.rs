@@ -1,17 +1,22 @@
 //! The benchmark's helper kernels and workload on the simulator and through
-//! ptxas: the DSL copy kernel copies exactly with 16-byte accesses, the fill
+//! ptxas: the DSL copy kernel copies exactly with 16-byte accesses, the
+//! same-bytes copy's step writes its `T` copies over rotating groups with
+//! its loads before the PDL wait and its stores after, the fill
 //! kernel fills with bounded, seeded values, the empty kernel launches, and
 //! the rotating-slot workload runs chains of steps that match the reference.
 //! `KDA_SKIP_PTXAS=1` skips the ptxas checks.
 
 use kda_ir::Scalar;
-use kda_ir::pipeline::{Options, compile};
+use kda_ir::pipeline::{Options, compile, schedule};
 use kda_runtime::{Device, LaunchConfig, SimDevice};
+use kda_split::bench::BenchError;
 use kda_split::bench::kernels::{
-    copy_kernel, copy_launch, copy_tile, empty_kernel, fill, fill_kernel,
+    COPY_VARIANTS, copy_kernel, copy_launch, copy_step_kernel, copy_tile, empty_kernel, fill,
+    fill_kernel,
 };
 use kda_split::bench::report::Candidate;
-use kda_split::bench::sim::{check_copy, check_workload};
+use kda_split::bench::same_copy::{check_copy_step, compare_copies, step_launch};
+use kda_split::bench::sim::{check_copy, check_same_copy, check_workload};
 use kda_split::bench::workload::Point;
 
 fn assemble(kernel: &kda_ir::Kernel) -> String {
@@ -70,6 +75,104 @@ fn copy_kernel_uses_16_byte_accesses_and_assembles() {
             "{ptx}"
         );
     }
+}
+
+#[test]
+fn copy_step_writes_its_copies_over_the_rotation_on_the_simulator() {
+    let dev = SimDevice::new();
+    for tokens in [1, 3] {
+        let point = Point {
+            heads: 1,
+            batch: 2,
+            tokens,
+        };
+        let lines =
+            check_same_copy(&dev, point, &[(32, 4), (128, 2)], 4).unwrap_or_else(|e| panic!("{e}"));
+        println!("{}", lines.join("\n"));
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.contains(&format!("write {tokens} exact copies")))
+        );
+    }
+}
+
+#[test]
+fn copy_step_check_catches_a_missing_copy() {
+    // The T = 2 kernel launched on a destination of three copies leaves the
+    // third poisoned: the check names it.
+    let dev = SimDevice::new();
+    let (block, unroll) = (64, 1);
+    let floats = copy_tile(block, unroll) as usize;
+    let module = dev.load(&copy_step_kernel(block, unroll, 2)).unwrap();
+    let fill_f32 = dev.load(&fill_kernel(Scalar::F32)).unwrap();
+    let src = dev.upload(&vec![0; floats * 4]).unwrap();
+    let dst = dev.upload(&vec![0; 3 * floats * 4]).unwrap();
+    fill(&dev, &fill_f32, &src, floats, 1, 1.0).unwrap();
+    let launch = step_launch(block, unroll, floats).unwrap();
+    dev.launch(&module, &launch, &[&src, &dst]).unwrap();
+    let e = compare_copies(
+        "t2",
+        &dev.download(&src).unwrap(),
+        &dev.download(&dst).unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, BenchError::CopyStepMismatch { copy: 2, index: 0, got, .. } if got == 0.0),
+        "{e}"
+    );
+    check_copy_step(&dev, &module, block, unroll, 2, floats).unwrap();
+}
+
+/// Positions of `needle` in `text`.
+fn positions(text: &str, needle: &str) -> Vec<usize> {
+    text.match_indices(needle).map(|(i, _)| i).collect()
+}
+
+#[test]
+fn copy_step_is_pdl_chained_like_a_kdasplit_step_and_assembles() {
+    // Trigger at the entry, every load before the wait, every store after,
+    // in the scheduled IR and in the PTX ptxas assembles.
+    for (block, unroll) in COPY_VARIANTS {
+        for copies in [1, 4] {
+            let kernel = copy_step_kernel(block, unroll, copies);
+            let scheduled = schedule(&kernel, &Options::default()).unwrap();
+            let ir = kda_ir::write::write_kernel(&scheduled);
+            let ptx = assemble(&kernel);
+            for (text, trigger, wait, load, store) in [
+                (
+                    &ir,
+                    "pdl.launch_dependents",
+                    "pdl.wait",
+                    "ld.global",
+                    "st.global",
+                ),
+                (
+                    &ptx,
+                    "griddepcontrol.launch_dependents",
+                    "griddepcontrol.wait",
+                    "ld.global.v4.f32",
+                    "st.global.v4.f32",
+                ),
+            ] {
+                let (trigger, wait) = (positions(text, trigger), positions(text, wait));
+                let (loads, stores) = (positions(text, load), positions(text, store));
+                assert_eq!((trigger.len(), wait.len()), (1, 1), "{text}");
+                assert_eq!(loads.len(), unroll as usize, "{text}");
+                assert_eq!(stores.len(), (unroll * copies) as usize, "{text}");
+                assert!(trigger[0] < loads[0], "trigger first:\n{text}");
+                assert!(
+                    loads.last() < Some(&wait[0]),
+                    "loads before the wait:\n{text}"
+                );
+                assert!(wait[0] < stores[0], "stores after the wait:\n{text}");
+            }
+        }
+    }
+    // The copy ceiling's kernel stays without PDL.
+    let ptx = assemble(&copy_kernel(256, 4));
+    assert!(!ptx.contains("griddepcontrol"), "{ptx}");
 }
 
 #[test]

@@ -267,6 +267,21 @@ fn bench_without_a_gpu_fails_with_exit_4() {
 }
 
 #[test]
+fn bench_sim_checks_the_kernels_and_workload_without_a_gpu() {
+    // What `bench` would run, on the simulator: the copies (the same-bytes
+    // copy's PDL-chained steps included) and the rotating workload.
+    let out = kda_split(&["bench", "--sim"]).expect_ok();
+    for line in [
+        "copy b64 u2: exact over 3 tiles",
+        "H1 B1 T3 same-bytes copy bench_copy_step_b64_u2_t3: 3 chained steps over 3 groups write 3 exact copies",
+        "H2 B2 T3 e1: 3 chained steps",
+        "bench --sim: ok",
+    ] {
+        assert!(out.stdout.contains(line), "{line}\n{out}");
+    }
+}
+
+#[test]
 fn repeat_is_bounded() {
     let out = kda_split(&["--device", "sim", "--repeat", "18446744073709551615"]).expect_code(2);
     assert!(out.stderr.contains("at most 100000"), "{out}");

@@ -3,6 +3,9 @@
 //! * [`copy_kernel`]: `dst = src` over f32, 16-byte (`f32x4`) loads and
 //!   stores, `unroll` chunks per thread, one tile of `block · 4 · unroll`
 //!   floats per CTA (the grid covers the tensor exactly): the copy ceiling.
+//! * [`copy_step_kernel`]: the same tiles reading `N` floats and writing
+//!   `T` copies of them, PDL-chained like a KdaSplit step (loads before the
+//!   wait, stores after): the same-bytes copy (`super::same_copy`).
 //! * [`fill_kernel`]: fills a tensor with hashed pseudo-random values in
 //!   `[-amp, amp)` (f32 or bf16), so state buffers of gigabytes need no host
 //!   copy and are never timed on zeros.
@@ -13,6 +16,11 @@ use kda_ir::{
     Value,
 };
 use kda_runtime::{Device, LaunchConfig, RuntimeError, ScalarArg};
+
+/// The `(block, unroll)` variants of [`copy_kernel`] the copy ceiling times,
+/// and of [`copy_step_kernel`] the same-bytes copy times (each reports its
+/// best verified one). Their tiles divide a state page (`128·128` floats).
+pub const COPY_VARIANTS: [(u32, u32); 5] = [(256, 1), (256, 2), (256, 4), (512, 2), (1024, 1)];
 
 /// Threads per CTA of the fill kernel.
 pub const FILL_BLOCK: u32 = 256;
@@ -36,8 +44,38 @@ pub fn copy_tile(block: u32, unroll: u32) -> u64 {
 /// contiguous 512-byte segment, and all `unroll` loads are issued before the
 /// first store.
 pub fn copy_kernel(block: u32, unroll: u32) -> Kernel {
+    tiled_copy(
+        format!("bench_copy_b{block}_u{unroll}"),
+        block,
+        unroll,
+        None,
+    )
+}
+
+/// One step of the same-bytes copy: `dst[c, i] = src[i]` for `i < N` and
+/// each of the `copies` destination regions `c` (`dst` is `copies × N`),
+/// with [`copy_kernel`]'s tiles (launched by `SameBytes::launch`), chained
+/// with PDL the way KdaSplit's steps are: `griddepcontrol.launch_dependents`
+/// at the entry, the (ready) loads before `griddepcontrol.wait`, every store
+/// after it. So step `s + 1` may load its source while step `s` still runs and
+/// writes only once `s` is complete, as KdaSplit's state loads and stores do.
+/// `N` floats read and `copies · N` written: a point's state traffic
+/// (`N = B·H·128·128`, `copies = T`).
+pub fn copy_step_kernel(block: u32, unroll: u32, copies: u32) -> Kernel {
+    assert!(copies > 0);
+    tiled_copy(
+        format!("bench_copy_step_b{block}_u{unroll}_t{copies}"),
+        block,
+        unroll,
+        Some(copies),
+    )
+}
+
+/// [`copy_kernel`] (`step: None`: `dst` is `N`, no PDL) or
+/// [`copy_step_kernel`] (`step: Some(copies)`).
+fn tiled_copy(name: String, block: u32, unroll: u32, step: Option<u32>) -> Kernel {
     assert!(block.is_multiple_of(32) && block > 0 && unroll > 0);
-    let mut b = Builder::new(format!("bench_copy_b{block}_u{unroll}"), launch(block, 1));
+    let mut b = Builder::new(name, launch(block, 1));
     let n = b.sym("N");
     let src = b.tensor(
         "src",
@@ -47,16 +85,31 @@ pub fn copy_kernel(block: u32, unroll: u32) -> Kernel {
         Provenance::Ready,
         Access::Read,
     );
-    let dst = b.tensor(
-        "dst",
-        Scalar::F32,
-        &[Dim::Sym(n)],
-        &[Dim::Const(1)],
-        Provenance::Ready,
-        Access::Write,
-    );
+    let dst = match step {
+        None => b.tensor(
+            "dst",
+            Scalar::F32,
+            &[Dim::Sym(n)],
+            &[Dim::Const(1)],
+            Provenance::Ready,
+            Access::Write,
+        ),
+        Some(copies) => b.tensor(
+            "dst",
+            Scalar::F32,
+            &[Dim::Const(copies as u64), Dim::Sym(n)],
+            &[Dim::Sym(n), Dim::Const(1)],
+            Provenance::Ready,
+            Access::Write,
+        ),
+    };
     b.set_align(src, 16);
     b.set_align(dst, 16);
+    if step.is_some() {
+        // The wait stays where the program puts it (not moved to the entry).
+        b.set_early(true);
+        b.pdl_launch_dependents();
+    }
     let tid = b.thread_idx();
     let cta = b.block_idx(0);
     let tile = b.u32(copy_tile(block, unroll) as u32);
@@ -79,8 +132,21 @@ pub fn copy_kernel(block: u32, unroll: u32) -> Kernel {
         .iter()
         .map(|&i| b.ld_global(src, &[i], f32x4, CachePolicy::Normal))
         .collect();
-    for (&i, &v) in idx.iter().zip(&vals) {
-        b.st_global(dst, &[i], v, None, CachePolicy::Normal);
+    match step {
+        None => {
+            for (&i, &v) in idx.iter().zip(&vals) {
+                b.st_global(dst, &[i], v, None, CachePolicy::Normal);
+            }
+        }
+        Some(copies) => {
+            b.pdl_wait();
+            for c in 0..copies {
+                let c = b.u32(c);
+                for (&i, &v) in idx.iter().zip(&vals) {
+                    b.st_global(dst, &[c, i], v, None, CachePolicy::Normal);
+                }
+            }
+        }
     }
     b.finish()
 }

@@ -86,6 +86,10 @@ pub struct Options {
     /// No GPU: check the kernels and the workload on the simulator.
     #[arg(long)]
     pub sim: bool,
+    /// Skip the same-bytes copy: per point, a PDL-chained copy of exactly the
+    /// point's state traffic, the "% of same-bytes copy" column's reference.
+    #[arg(long)]
+    pub no_same_bytes_copy: bool,
 }
 
 /// Every `(heads, batch, tokens)` of the lists: heads, then tokens, then batch.
@@ -201,6 +205,11 @@ impl Options {
         }
     }
 
+    /// Whether to measure the same-bytes copy of each point.
+    pub fn same_bytes_copy(&self) -> bool {
+        !self.no_same_bytes_copy
+    }
+
     pub fn copy_mib(&self) -> usize {
         self.copy_mib.map_or(1024, |m| m.max(1) as usize)
     }
@@ -220,6 +229,7 @@ impl Options {
                 .map(|p| [p.heads, p.batch, p.tokens])
                 .collect(),
             quick: s.quick,
+            same_bytes_copy: self.same_bytes_copy(),
             schedules: self.schedules(),
             seed: s.seed,
         }
@@ -304,5 +314,8 @@ mod tests {
         assert_eq!(j.points, [[2, 1, 1]]);
         assert_eq!(o.to_json().check_mib, None);
         assert_eq!(o.to_json().schedules.len(), 10);
+        assert!(o.same_bytes_copy() && o.to_json().same_bytes_copy);
+        let n = parse(&["--no-same-bytes-copy"]);
+        assert!(!n.same_bytes_copy() && !n.to_json().same_bytes_copy);
     }
 }

@@ -6,7 +6,8 @@ mod json;
 pub use super::schedule::Candidate;
 pub use json::{BenchFile, FloorJson, OptionsJson, ResolvedJson, RowJson, Status, TargetJson};
 
-use super::gpu::{CopyRow, FloorRow, KdaMeasure, tbps};
+use super::gpu::{CopyRow, FloorRow, KdaMeasure, SameCopyRow, tbps};
+use super::same_copy::SameBytes;
 use super::workload::Point;
 
 /// The schedule a configuration resolves to (defaults applied, every value
@@ -45,6 +46,15 @@ impl Row {
     pub fn us(&self) -> Option<f64> {
         self.good().map(|m| m.timing.median_us)
     }
+
+    /// The median µs/step of any measurement, outputs written or not (the
+    /// tables show both).
+    fn good_or_bad_us(&self) -> Option<f64> {
+        match &self.outcome {
+            Outcome::Measured(m) => Some(m.timing.median_us),
+            _ => None,
+        }
+    }
 }
 
 /// Everything one run measured.
@@ -52,6 +62,9 @@ pub struct Results {
     pub device: String,
     pub l2_bytes: usize,
     pub copy: Vec<CopyRow>,
+    /// Every same-bytes copy measurement (each variant of each distinct
+    /// point's bytes); empty with `--no-same-bytes-copy`.
+    pub same_copy: Vec<SameCopyRow>,
     pub floor: Vec<FloorRow>,
     pub rows: Vec<Row>,
     pub options: OptionsJson,
@@ -66,6 +79,29 @@ impl Results {
             .filter(|c| c.verified && c.name.starts_with("bench_copy"))
             .map(|c| c.tbps)
             .max_by(f64::total_cmp)
+    }
+
+    /// The same-bytes copy of `point`: the fastest verified variant
+    /// measured for its bytes.
+    pub fn same_copy(&self, point: &Point) -> Option<&SameCopyRow> {
+        let same = SameBytes::of(point).ok()?;
+        self.same_copy_of(same.read_bytes(), same.copies())
+    }
+
+    /// The fastest verified same-bytes copy reading `read` bytes and
+    /// writing `copies` copies.
+    fn same_copy_of(&self, read: usize, copies: u32) -> Option<&SameCopyRow> {
+        self.same_copy
+            .iter()
+            .filter(|c| c.verified && c.read_bytes == read && c.copies == copies)
+            .min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us))
+    }
+
+    /// `row`'s state traffic over its point's same-bytes copy's (the copy's
+    /// µs/step over the row's), if both were measured.
+    pub fn same_copy_fraction(&self, row: &Row) -> Option<f64> {
+        let copy = self.same_copy(&row.point)?;
+        Some(tbps(row.point.state_bytes_per_step(), row.good_or_bad_us()?) / copy.tbps)
     }
 
     pub fn points(&self) -> Vec<Point> {
@@ -315,6 +351,10 @@ pub fn markdown(results: &Results) -> String {
         None => s += "\nNo verified DSL copy: no ceiling.\n\n",
     }
 
+    if !results.same_copy.is_empty() {
+        s += &same_copy_table(results, ceiling);
+    }
+
     s += "### Graph kernel-node floor (empty kernels)\n\n";
     s += "| kernel | grid | block | cluster | PDL | nodes/graph | µs/node |\n|---|---|---:|---:|---|---:|---:|\n";
     for f in &results.floor {
@@ -331,8 +371,8 @@ pub fn markdown(results: &Results) -> String {
     }
 
     s += "\n### KdaSplit, every schedule\n\n";
-    s += "| point | schedule | regs | local B | steps/graph | slot groups | µs/step | p10–p90 | state MB/step | state TB/s | % of copy |\n";
-    s += "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n";
+    s += "| point | schedule | regs | local B | steps/graph | slot groups | µs/step | p10–p90 | state MB/step | state TB/s | % of copy | % of same-bytes copy |\n";
+    s += "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n";
     for r in &results.rows {
         let head = format!("| {} | {} ", r.point, schedule_text(r));
         match &r.outcome {
@@ -340,8 +380,11 @@ pub fn markdown(results: &Results) -> String {
                 let us = m.timing.median_us;
                 let bw = tbps(r.point.state_bytes_per_step(), us);
                 let frac = ceiling.map_or("—".into(), |c| format!("{:.1}", bw / c * 100.0));
+                let same = results
+                    .same_copy_fraction(r)
+                    .map_or("—".into(), |f| format!("{:.1}", f * 100.0));
                 s += &format!(
-                    "{head}| {} | {} | {} | {} | {:.2}{} | {:.2}–{:.2} | {:.1} | {:.3} | {} |\n",
+                    "{head}| {} | {} | {} | {} | {:.2}{} | {:.2}–{:.2} | {:.1} | {:.3} | {} | {} |\n",
                     m.resources.registers,
                     m.resources.local_bytes,
                     r.steps,
@@ -356,12 +399,13 @@ pub fn markdown(results: &Results) -> String {
                     m.timing.p90_us,
                     r.point.state_bytes_per_step() as f64 / 1e6,
                     bw,
-                    frac
+                    frac,
+                    same
                 );
             }
             Outcome::Failed(e) => {
                 s += &format!(
-                    "{head}| | | {} | {} | FAILED: {} | | | | |\n",
+                    "{head}| | | {} | {} | FAILED: {} | | | | | |\n",
                     r.steps,
                     r.groups,
                     e.lines().next().unwrap_or("")
@@ -399,10 +443,67 @@ pub fn markdown(results: &Results) -> String {
     s
 }
 
+/// The same-bytes copy's markdown section: per distinct (bytes read, T),
+/// the fastest verified variant, with the points it serves.
+fn same_copy_table(results: &Results, ceiling: Option<f64>) -> String {
+    let mut s = String::from("### Same-bytes copy (each point's state traffic, PDL-chained)\n\n");
+    s += "Per point: a copy reading `B·H·64 KiB` and writing `T` copies of it (the point's state bytes), its loads before the PDL wait and its stores after, in a graph of the point's steps over its slot-group rotation; the fastest verified copy-step variant. `% of copy`: of the copy ceiling above.\n\n";
+    s += "| points | MB/step (read + written) | T | copy | steps/graph | slot groups | µs/step | p10–p90 | TB/s | % of copy |\n";
+    s += "|---|---:|---:|---|---:|---:|---:|---|---:|---:|\n";
+    let mut keys: Vec<(usize, u32)> = Vec::new();
+    for c in &results.same_copy {
+        if !keys.contains(&(c.read_bytes, c.copies)) {
+            keys.push((c.read_bytes, c.copies));
+        }
+    }
+    for (read, copies) in keys {
+        let points: Vec<String> = results
+            .points()
+            .iter()
+            .filter(|p| {
+                SameBytes::of(p).is_ok_and(|b| b.read_bytes() == read && b.copies() == copies)
+            })
+            .map(Point::to_string)
+            .collect();
+        let points = points.join(", ");
+        match results.same_copy_of(read, copies) {
+            Some(c) => {
+                s += &format!(
+                    "| {points} | {:.1} | {copies} | {} | {} | {} | {:.2} | {:.2}–{:.2} | {:.3} | {} |\n",
+                    c.bytes_per_step as f64 / 1e6,
+                    c.name,
+                    c.steps_per_graph,
+                    c.slot_groups,
+                    c.timing.median_us,
+                    c.timing.p10_us,
+                    c.timing.p90_us,
+                    c.tbps,
+                    ceiling.map_or("—".into(), |ceil| format!("{:.1}", c.tbps / ceil * 100.0)),
+                );
+            }
+            None => {
+                s += &format!(
+                    "| {points} | {:.1} | {copies} | NO VERIFIED VARIANT | | | | | | |\n",
+                    read as f64 * (1 + copies as usize) as f64 / 1e6
+                );
+            }
+        }
+    }
+    s += "\n";
+    s
+}
+
 /// The JSON document, stamped with the time now.
 pub fn to_json(results: &Results) -> BenchFile {
     let ceiling = results.ceiling_tbps();
-    let rows = results.rows.iter().map(|r| row_json(r, ceiling)).collect();
+    let rows = results
+        .rows
+        .iter()
+        .map(|r| RowJson {
+            fraction_of_same_bytes_copy: results.same_copy_fraction(r),
+            ..row_json(r, ceiling)
+        })
+        .collect();
     let targets = results
         .points()
         .iter()
@@ -450,6 +551,7 @@ pub fn to_json(results: &Results) -> BenchFile {
         l2_bytes: results.l2_bytes,
         options: results.options.clone(),
         rows,
+        same_bytes_copy: results.same_copy.clone(),
         seconds: results.seconds,
         targets,
         unix_time: std::time::SystemTime::now()

@@ -1,6 +1,7 @@
 //! `bench --sim`: the benchmark's machinery on the CPU simulator, at sizes
 //! it can run: the copy kernel copies exactly, the fill kernel fills, the
-//! empty kernel launches, and the KdaSplit workload (generated tensors,
+//! empty kernel launches, the same-bytes copy's steps write their `T`
+//! copies over its rotating groups, and the KdaSplit workload (generated tensors,
 //! device-filled rotating state, one slot table per group, symbols bound for
 //! `S` slots) runs chains of steps that match the float64 reference step by
 //! step. Nothing is timed.
@@ -9,7 +10,10 @@ use kda_ir::Scalar;
 use kda_runtime::{Device, LaunchConfig, SimDevice};
 
 use super::error::BenchError;
-use super::kernels::{copy_kernel, copy_launch, copy_tile, empty_kernel, fill, fill_kernel};
+use super::kernels::{
+    copy_kernel, copy_launch, copy_step_kernel, copy_tile, empty_kernel, fill, fill_kernel,
+};
+use super::same_copy::{CopyRotation, SameBytes, check_copy_step};
 use super::schedule::Candidate;
 use super::workload::{Plan, Point, Workload};
 use crate::compare::compare;
@@ -46,6 +50,46 @@ pub fn check_copy(dev: &SimDevice, block: u32, unroll: u32, tiles: usize) -> Res
         });
     }
     Ok(())
+}
+
+/// The same-bytes copy of `point` on the simulator, for each `(block,
+/// unroll)` of `variants`: one small launch ([`check_copy_step`]), then
+/// `steps` PDL-chained steps over its groups (as many as the point's
+/// workload has under a plan of three groups), each step's destination
+/// checked to hold `T` copies of its source. Returns one line per variant.
+pub fn check_same_copy(
+    dev: &SimDevice,
+    point: Point,
+    variants: &[(u32, u32)],
+    steps: usize,
+) -> Result<Vec<String>> {
+    let same = SameBytes::of(&point)?;
+    let plan = Plan {
+        rotate_bytes: 3 * point.slots_per_group() * point.slot_bytes(),
+        min_groups: 2,
+        min_steps: steps,
+        seed: 7,
+    };
+    let rotation = CopyRotation::new(dev, same, &plan, 7)?;
+    let mut lines = Vec::new();
+    for &(block, unroll) in variants {
+        let kernel = copy_step_kernel(block, unroll, same.copies());
+        let module = dev.load(&kernel)?;
+        let tile = copy_tile(block, unroll) as usize;
+        check_copy_step(dev, &module, block, unroll, same.copies(), 2 * tile)?;
+        let launch = same.launch(block, unroll)?;
+        for step in 0..steps {
+            rotation.launch(dev, &module, &launch, step)?;
+            rotation.check_group(dev, &kernel.name, step % rotation.groups)?;
+        }
+        lines.push(format!(
+            "{point} same-bytes copy {}: {steps} chained steps over {} groups write {} exact copies",
+            kernel.name,
+            rotation.groups,
+            same.copies()
+        ));
+    }
+    Ok(lines)
 }
 
 /// Run `steps` steps of every `schedules` entry valid at `point` on the
@@ -129,6 +173,14 @@ pub fn sanity() -> Result<()> {
         &[],
     )?;
     println!("  empty kernel (2-CTA clusters, PDL): launched");
+    let point = Point {
+        heads: 1,
+        batch: 1,
+        tokens: 3,
+    };
+    for line in check_same_copy(&dev, point, &[(64, 2), (128, 1)], 3)? {
+        println!("  {line}");
+    }
     let schedules = [
         Candidate::new("default", &[0, 0, 0]),
         Candidate::new("e1", &[1, 0, 0]),

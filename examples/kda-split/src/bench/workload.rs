@@ -67,12 +67,22 @@ impl std::fmt::Display for Point {
 }
 
 /// `(groups, steps)` of `point`'s workload under `plan`
-/// ([`Plan::shape`]), but one group where two would exceed
-/// `TWO_GROUP_LIMIT` and one already holds `plan.rotate_bytes`.
+/// ([`rotation_of`] of its `B·T` slots of state per group).
 pub fn rotation(plan: &Plan, point: &Point) -> (usize, usize) {
-    let group = point.slots_per_group() * point.slot_bytes();
+    rotation_of(plan, point.slots_per_group() * point.slot_bytes())
+}
+
+/// `(groups, steps)` of slot groups of `group` bytes of state under `plan`
+/// ([`Plan::shape`]), but one group where two would exceed
+/// `TWO_GROUP_LIMIT` and one already holds `plan.rotate_bytes`. The
+/// same-bytes copy rotates as the KdaSplit workload of its point does.
+pub fn rotation_of(plan: &Plan, group: usize) -> (usize, usize) {
     let mut groups = plan.groups(group);
-    if groups * group > TWO_GROUP_LIMIT && plan.rotate_bytes <= group {
+    if groups
+        .checked_mul(group)
+        .is_none_or(|b| b > TWO_GROUP_LIMIT)
+        && plan.rotate_bytes <= group
+    {
         groups = 1;
     }
     (groups, plan.steps(groups))

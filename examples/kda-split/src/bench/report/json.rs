@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::gpu::{CopyRow, Timing};
+use crate::bench::gpu::{CopyRow, SameCopyRow, Timing};
 use crate::bench::schedule::Candidate;
 use crate::bench::workload::Point;
 use crate::config::Schedule;
@@ -32,6 +32,11 @@ pub struct BenchFile {
     #[serde(default)]
     pub options: OptionsJson,
     pub rows: Vec<RowJson>,
+    /// Every same-bytes copy measurement: per distinct (bytes read, T) of
+    /// the points, each copy-step variant (absent in older files and with
+    /// `--no-same-bytes-copy`).
+    #[serde(default)]
+    pub same_bytes_copy: Vec<SameCopyRow>,
     #[serde(default)]
     pub seconds: f64,
     #[serde(default)]
@@ -54,6 +59,8 @@ pub struct OptionsJson {
     /// `[heads, batch, tokens]`.
     pub points: Vec<[u32; 3]>,
     pub quick: bool,
+    /// The same-bytes copy was measured (false in files from before it).
+    pub same_bytes_copy: bool,
     pub schedules: Vec<Candidate>,
     pub seed: u64,
 }
@@ -97,6 +104,12 @@ pub struct RowJson {
     /// there is no ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fraction_of_copy: Option<Option<f64>>,
+    /// Measured rows whose point has a same-bytes copy (its best verified
+    /// variant; `BenchFile::same_bytes_copy`): the state traffic over the
+    /// copy's, i.e. the copy's µs/step over this row's. Absent otherwise,
+    /// and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction_of_same_bytes_copy: Option<f64>,
     pub heads: u32,
     /// Local memory per thread the driver reported (spills show here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
