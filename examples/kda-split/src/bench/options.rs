@@ -74,7 +74,7 @@ pub struct Options {
     #[command(flatten)]
     pub sweep: SweepArgs,
     /// The issue's whole sweep: heads 6, 12, 32 at batch 1, 8, 32, 64, 128,
-    /// 512, plus T = 4 at batch 8 and 64.
+    /// 512, plus T = 4 at batch 8, 64 and 128.
     #[arg(long)]
     pub full: bool,
     /// Write the results as JSON.
@@ -190,7 +190,7 @@ impl Options {
                 (&[1, 8, 32, 64, 128, 512], &[1, 128, 512])
             };
             let mut points = product(&[12], h12, &[1]);
-            points.extend(product(&[12], &[8, 64], &[4]));
+            points.extend(product(&[12], &[8, 64, 128], &[4]));
             points.extend(product(&[6, 32], other, &[1]));
             return points;
         }
@@ -260,18 +260,20 @@ mod tests {
     #[test]
     fn default_sweep_has_the_issue_points() {
         let points = parse(&[]).points();
-        assert_eq!(points.len(), 14);
-        assert!(points.contains(&Point {
-            heads: 12,
-            batch: 64,
-            tokens: 4
-        }));
+        assert_eq!(points.len(), 15);
+        for batch in [8, 64, 128] {
+            assert!(points.contains(&Point {
+                heads: 12,
+                batch,
+                tokens: 4
+            }));
+        }
         assert!(points.contains(&Point {
             heads: 32,
             batch: 512,
             tokens: 1
         }));
-        assert_eq!(parse(&["--full"]).points().len(), 20);
+        assert_eq!(parse(&["--full"]).points().len(), 21);
     }
 
     #[test]

@@ -94,7 +94,7 @@ enum Command {
         args_override_self = true,
         after_help = kda_split::bench::autotune::AFTER_HELP
     )]
-    Autotune(bench::AutotuneArgs),
+    Autotune(Box<bench::AutotuneArgs>),
 }
 
 /// Why a command failed, with the process exit code it maps to.
