@@ -279,3 +279,27 @@ fn batches_beyond_the_generated_requests_repeat_them_and_still_match() {
         assert!(lines[0].contains("match"), "{lines:?}");
     }
 }
+
+#[test]
+fn a_workload_too_large_for_the_fill_is_refused_before_anything_is_allocated() {
+    use kda_split::bench::workload::{Plan, Workload};
+    let dev = SimDevice::new();
+    let plan = Plan {
+        rotate_bytes: 1,
+        min_groups: 1,
+        min_steps: 1,
+        seed: 1,
+    };
+    for (heads, batch) in [(4_000_000_000, 4_000_000_000), (12, 1 << 20)] {
+        let point = Point {
+            heads,
+            batch,
+            tokens: 8,
+        };
+        let e = Workload::new(&dev, point, &plan).err().expect("refused");
+        assert!(
+            e.to_string().contains("one slot group's state"),
+            "{point}: {e}"
+        );
+    }
+}

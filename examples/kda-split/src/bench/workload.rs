@@ -46,12 +46,14 @@ pub struct Point {
 impl Point {
     /// State bytes one step moves (see the module doc).
     pub fn state_bytes_per_step(&self) -> usize {
-        self.batch as usize * self.heads as usize * PAGE_BYTES * (1 + self.tokens as usize)
+        [self.heads as usize, PAGE_BYTES, 1 + self.tokens as usize]
+            .into_iter()
+            .fold(self.batch as usize, usize::saturating_mul)
     }
 
     /// Bytes of state one slot holds (all heads).
     pub fn slot_bytes(&self) -> usize {
-        self.heads as usize * PAGE_BYTES
+        (self.heads as usize).saturating_mul(PAGE_BYTES)
     }
 
     /// Slots one step uses: `B·T`.
@@ -156,6 +158,20 @@ impl<D: BenchDevice> Workload<D> {
     /// Generate the point's launch (seeded), allocate and fill the rotating
     /// state on `dev` and upload everything else.
     pub fn new(dev: &D, point: Point, plan: &Plan) -> Result<Self, RuntimeError> {
+        // One slot group's state, checked before anything is generated or
+        // allocated (`--batch 4000000000` is a mistake, not an abort).
+        if point
+            .slots_per_group()
+            .checked_mul(point.slot_bytes())
+            .is_none_or(|bytes| bytes / 4 > FILL_MAX)
+        {
+            return Err(RuntimeError::BadLaunch {
+                kernel: "bench".into(),
+                msg: format!(
+                    "{point}: one slot group's state (B·T·H·64 KiB) is more than {FILL_MAX} f32 elements"
+                ),
+            });
+        }
         let (h, b, t) = (point.heads, point.batch as usize, point.tokens);
         let (groups, steps) = rotation(plan, &point);
         let per_group = point.slots_per_group();
