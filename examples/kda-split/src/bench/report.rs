@@ -636,45 +636,37 @@ fn row_json(r: &Row, ceiling: Option<f64>) -> RowJson {
 mod goal_tests {
     use super::*;
 
-    fn p(heads: u32, batch: u32, tokens: u32) -> Point {
-        Point {
-            heads,
-            batch,
-            tokens,
-        }
-    }
-
     #[test]
     fn the_issue_15_targets_apply_where_it_says() {
         let described = |pt| -> Vec<String> { goals(&pt).iter().map(Goal::describe).collect() };
         assert_eq!(
-            described(p(12, 1, 1)),
+            described(Point::new(12, 1, 1)),
             [
                 "≤ 2.57 µs/step",
                 "≥ 1.25× fla kernel 4.31 µs",
                 "≤ Triton 15.3 µs"
             ]
         );
-        assert_eq!(described(p(6, 1, 1))[0], "≤ 2.26 µs/step");
-        assert_eq!(described(p(32, 1, 1))[0], "≤ 3.08 µs/step");
+        assert_eq!(described(Point::new(6, 1, 1))[0], "≤ 2.26 µs/step");
+        assert_eq!(described(Point::new(32, 1, 1))[0], "≤ 3.08 µs/step");
         for (h, b) in [(12, 128), (12, 512), (6, 512), (32, 128), (32, 512)] {
             assert!(
-                goals(&p(h, b, 1)).contains(&Goal::CeilingFraction(0.93)),
+                goals(&Point::new(h, b, 1)).contains(&Goal::CeilingFraction(0.93)),
                 "H{h} B{b}"
             );
         }
-        assert!(!goals(&p(6, 128, 1)).contains(&Goal::CeilingFraction(0.93)));
+        assert!(!goals(&Point::new(6, 128, 1)).contains(&Goal::CeilingFraction(0.93)));
         for b in [8, 64, 128] {
-            assert!(goals(&p(12, b, 4)).contains(&Goal::CeilingFraction(0.85)));
+            assert!(goals(&Point::new(12, b, 4)).contains(&Goal::CeilingFraction(0.85)));
         }
         assert_eq!(
-            described(p(12, 64, 4)),
+            described(Point::new(12, 64, 4)),
             ["state ≥ 85 % of copy", "≥ 1.25× fla kernel 89.60 µs"]
         );
         // No target where the issue sets none, and the withdrawn
         // "T = 4 ≤ 1.5× T = 1" is gone.
-        assert!(goals(&p(12, 64, 2)).is_empty());
-        assert!(goals(&p(12, 8, 8)).is_empty());
+        assert!(goals(&Point::new(12, 64, 2)).is_empty());
+        assert!(goals(&Point::new(12, 8, 8)).is_empty());
     }
 
     #[test]

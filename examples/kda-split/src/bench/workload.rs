@@ -44,6 +44,14 @@ pub struct Point {
 }
 
 impl Point {
+    pub const fn new(heads: u32, batch: u32, tokens: u32) -> Point {
+        Point {
+            heads,
+            batch,
+            tokens,
+        }
+    }
+
     /// State bytes one step moves (see the module doc).
     pub fn state_bytes_per_step(&self) -> usize {
         [self.heads as usize, PAGE_BYTES, 1 + self.tokens as usize]

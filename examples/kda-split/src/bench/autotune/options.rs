@@ -212,20 +212,12 @@ pub(crate) mod tests {
         try_parse(args).unwrap()
     }
 
-    fn p(heads: u32, batch: u32, tokens: u32) -> Point {
-        Point {
-            heads,
-            batch,
-            tokens,
-        }
-    }
-
     #[test]
     fn options_and_default_points() {
         let o = parse(&[]);
         assert_eq!(o.out.to_str(), Some(DEFAULT_OUT));
         assert_eq!(o.points().len(), 24);
-        assert!(o.points().contains(&p(32, 64, 4)));
+        assert!(o.points().contains(&Point::new(32, 64, 4)));
         assert_eq!((o.top(), o.evict(), o.lanes().len()), (3, true, 4));
         assert!(o.bulk_store() && !parse(&["--no-bulk-store"]).bulk_store());
         let o = parse(&[

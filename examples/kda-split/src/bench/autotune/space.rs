@@ -115,18 +115,10 @@ mod tests {
     use super::super::options::tests::parse;
     use super::*;
 
-    fn p(heads: u32, batch: u32, tokens: u32) -> Point {
-        Point {
-            heads,
-            batch,
-            tokens,
-        }
-    }
-
     #[test]
     fn the_space_is_valid_distinct_and_pruned() {
         let o = parse(&[]);
-        let s = space(&o, &p(12, 64, 1));
+        let s = space(&o, &Point::new(12, 64, 1));
         assert_eq!(s.candidates[0].label, "seed");
         assert_eq!(s.candidates[0].raw, [0, 16, 0, 4, 0]);
         let mut seen = Vec::new();
@@ -149,7 +141,7 @@ mod tests {
         assert!(s.candidates.iter().all(|c| c.raw.len() == 5));
         // T > 1: early 0 and 1 only, each with bulk_store off and on (the
         // latter labelled with its sixth entry).
-        let s = space(&o, &p(12, 8, 4));
+        let s = space(&o, &Point::new(12, 8, 4));
         assert_eq!(s.candidates.len(), 22 + 22);
         assert!(s.candidates.iter().all(|c| c.raw[0] < 2));
         let bulk: Vec<_> = s.candidates.iter().filter(|c| c.raw.len() == 6).collect();
@@ -165,10 +157,10 @@ mod tests {
         );
         assert!(s.candidates.iter().any(|c| c.label == "[1,16,0,4,0]"));
         // Not with --no-bulk-store.
-        let s = space(&parse(&["--no-bulk-store"]), &p(12, 8, 4));
+        let s = space(&parse(&["--no-bulk-store"]), &Point::new(12, 8, 4));
         assert_eq!(s.candidates.len(), 22);
         // Quick: lanes 8 and 16, no evict.
-        let s = space(&parse(&["--quick"]), &p(12, 1, 1));
+        let s = space(&parse(&["--quick"]), &Point::new(12, 1, 1));
         assert!(s.candidates.iter().all(|c| c.raw[4] == 0));
         assert!(s.candidates.iter().all(|c| c.raw[1] == 8 || c.raw[1] == 16));
     }
