@@ -101,14 +101,15 @@ pub fn main(opts: &Options, command: &str) -> Result<(), AutotuneError> {
     if let Some(file) = &opts.merge {
         let base = table::read_table(&opts.out)?;
         let part = table::read_table(file)?;
-        let merged = merge::merge(&base, &part, file)?;
+        let merged = merge::merge(&base, &opts.out, &part, file)?;
+        finish(&opts.out, &merged)?;
         println!(
             "{} point(s) of {} merged into {}",
             part.points.len(),
             file.display(),
             opts.out.display()
         );
-        return finish(&opts.out, &merged);
+        return Ok(());
     }
     if let Some(file) = &opts.reselect {
         let old = table::read_table(file)?;

@@ -152,9 +152,18 @@ pub fn same_bytes_copy(
                 Err(e) => return Err(e),
             };
         let launch = same.launch(block, unroll)?;
-        // One step outside the graph: a fault surfaces here, named.
+        // One step outside the graph, into poisoned destinations: a fault
+        // surfaces here, named, and the launch the graph times is checked
+        // (group 0 holds T exact copies of its source).
+        rotation.poison(dev, plan.seed as u32)?;
         rotation.launch(dev, &module, &launch, 0)?;
         dev.synchronize()?;
+        let verified = verified
+            && match rotation.check_group(dev, &kernel.name, 0) {
+                Ok(()) => true,
+                Err(BenchError::CopyStepMismatch { .. }) => false,
+                Err(e) => return Err(e),
+            };
         let timing = time_steps(dev, rotation.steps, budget, |d, s| {
             rotation.launch(d, &module, &launch, s)
         })?;

@@ -184,6 +184,26 @@ impl<B> CopyRotation<B> {
         self.groups.saturating_mul(self.same.bytes_per_step())
     }
 
+    /// Fill every destination region with seeded values unlike any
+    /// source's, so a check after a launch sees what that launch wrote (not
+    /// what an earlier variant left there).
+    pub fn poison<D: BenchDevice<Buffer = B>>(&self, dev: &D, seed: u32) -> Result<(), BenchError> {
+        let fill_f32 = dev.load(&fill_kernel(Scalar::F32))?;
+        let floats = self.same.floats() * self.same.copies as usize;
+        for (g, dst) in self.dsts.iter().enumerate() {
+            fill(
+                dev,
+                &fill_f32,
+                dst,
+                floats,
+                !seed ^ (g as u32).wrapping_mul(0x85eb_ca6b),
+                1.0,
+            )?;
+        }
+        dev.synchronize()?;
+        Ok(())
+    }
+
     /// Launch step `step` of the loaded copy-step kernel `module`.
     pub fn launch<D: Device<Buffer = B>>(
         &self,

@@ -65,7 +65,10 @@ pub fn check_same_copy(
 ) -> Result<Vec<String>> {
     let same = SameBytes::of(&point)?;
     let plan = Plan {
-        rotate_bytes: 3 * point.slots_per_group() * point.slot_bytes(),
+        rotate_bytes: point
+            .slots_per_group()
+            .saturating_mul(point.slot_bytes())
+            .saturating_mul(3),
         min_groups: 2,
         min_steps: steps,
         seed: 7,
@@ -77,6 +80,9 @@ pub fn check_same_copy(
         let module = dev.load(&kernel)?;
         let tile = copy_tile(block, unroll) as usize;
         check_copy_step(dev, &module, block, unroll, same.copies(), 2 * tile)?;
+        // Each variant writes into poisoned destinations: the checks below
+        // see this variant's copies, not the previous one's.
+        rotation.poison(dev, 7)?;
         let launch = same.launch(block, unroll)?;
         for step in 0..steps {
             rotation.launch(dev, &module, &launch, step)?;
@@ -101,9 +107,9 @@ pub fn check_workload(
     schedules: &[Candidate],
     steps: usize,
 ) -> Result<Vec<String>> {
-    let group = point.slots_per_group() * point.slot_bytes();
+    let group = point.slots_per_group().saturating_mul(point.slot_bytes());
     let plan = Plan {
-        rotate_bytes: 3 * group,
+        rotate_bytes: group.saturating_mul(3),
         min_groups: 2,
         min_steps: steps,
         seed: 7,

@@ -79,7 +79,10 @@ impl std::fmt::Display for Point {
 /// `(groups, steps)` of `point`'s workload under `plan`
 /// ([`rotation_of`] of its `B·T` slots of state per group).
 pub fn rotation(plan: &Plan, point: &Point) -> (usize, usize) {
-    rotation_of(plan, point.slots_per_group() * point.slot_bytes())
+    rotation_of(
+        plan,
+        point.slots_per_group().saturating_mul(point.slot_bytes()),
+    )
 }
 
 /// `(groups, steps)` of slot groups of `group` bytes of state under `plan`

@@ -34,13 +34,17 @@ pub enum AutotuneError {
     },
     /// `--merge`: the two tables were measured on different GPUs or
     /// workloads.
-    #[error("{}: measured with {key} {part}, the table at --out with {base}: timings of the two would not compare", path.display())]
+    #[error("{}: measured with {key} {part}, the table at --out ({}) with {base}: timings of the two would not compare", path.display(), out.display())]
     Mismatch {
         path: PathBuf,
+        out: PathBuf,
         key: &'static str,
         base: String,
         part: String,
     },
+    /// `--merge`: a table holds one point twice, or the partial table none.
+    #[error("{}: {why}", path.display())]
+    BadTable { path: PathBuf, why: String },
     #[error("serializing the table: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -14,13 +14,32 @@ use crate::tuned::TunedTable;
 /// the merged table's `merged` list.
 const PROVENANCE: [&str; 6] = ["source", "command", "date", "device", "space", "spills"];
 
-/// `base` with every point of `part` (read from `file`) in place of the
-/// point of the same heads, batch and tokens, or appended after the base's
-/// points if it has none. Refused if the two tables were measured on
-/// different GPUs, or with a different gate mode or bias: their timings
-/// would not compare.
+/// A point `table` (read from `path`) holds twice: the lookup would only
+/// ever see the first.
+fn check_distinct(table: &TunedTable, path: &Path) -> Result<(), AutotuneError> {
+    let mut seen = std::collections::HashSet::new();
+    match table
+        .points
+        .iter()
+        .find(|p| !seen.insert((p.heads, p.batch, p.tokens)))
+    {
+        Some(p) => Err(AutotuneError::BadTable {
+            path: path.to_path_buf(),
+            why: format!("{} appears twice", p.name()),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `base` (the table at `out`) with every point of `part` (read from
+/// `file`) in place of the point of the same heads, batch and tokens, or
+/// appended after the base's points if it has none. Refused if the two
+/// tables were measured on different GPUs, or with a different gate mode or
+/// bias (their timings would not compare), if either holds a point twice,
+/// or if `part` has no point.
 pub fn merge(
     base: &TunedTable,
+    out: &Path,
     part: &TunedTable,
     file: &Path,
 ) -> Result<TunedTable, AutotuneError> {
@@ -29,12 +48,21 @@ pub fn merge(
         if a != b {
             return Err(AutotuneError::Mismatch {
                 path: file.to_path_buf(),
+                out: out.to_path_buf(),
                 key,
                 base: a.map_or("none".into(), Value::to_string),
                 part: b.map_or("none".into(), Value::to_string),
             });
         }
     }
+    if part.points.is_empty() {
+        return Err(AutotuneError::BadTable {
+            path: file.to_path_buf(),
+            why: "no points to merge".into(),
+        });
+    }
+    check_distinct(base, out)?;
+    check_distinct(part, file)?;
     let mut merged = base.clone();
     let (mut replaced, mut added) = (0usize, 0usize);
     for point in &part.points {
@@ -78,6 +106,10 @@ pub fn merge(
 mod tests {
     use super::*;
 
+    fn out() -> &'static Path {
+        Path::new("tuned.json")
+    }
+
     fn table(gpu: &str, points: &[(u32, u32, u32, f64)]) -> TunedTable {
         let points: Vec<String> = points
             .iter()
@@ -101,7 +133,7 @@ mod tests {
             &[(12, 8, 1, 5.0), (12, 8, 4, 14.0), (12, 64, 4, 88.0)],
         );
         let part = table("H200", &[(12, 64, 4, 86.0), (12, 128, 4, 160.0)]);
-        let merged = merge(&base, &part, Path::new("t4.json")).unwrap();
+        let merged = merge(&base, out(), &part, Path::new("t4.json")).unwrap();
         let us: Vec<_> = merged
             .points
             .iter()
@@ -125,7 +157,7 @@ mod tests {
         assert_eq!(record["source"], "run of H200");
         // The base's own metadata is kept; a second merge appends its record.
         assert_eq!(merged.meta["source"], "run of H200");
-        let again = merge(&merged, &part, Path::new("again.json")).unwrap();
+        let again = merge(&merged, out(), &part, Path::new("again.json")).unwrap();
         assert_eq!(again.meta["merged"].as_array().unwrap().len(), 2);
         assert_eq!(again.points.len(), 4);
     }
@@ -134,10 +166,26 @@ mod tests {
     fn tables_of_different_gpus_are_refused() {
         let base = table("H200", &[(12, 8, 1, 5.0)]);
         let part = table("H100", &[(12, 8, 1, 6.0)]);
-        let e = merge(&base, &part, Path::new("h100.json")).unwrap_err();
+        let e = merge(&base, out(), &part, Path::new("h100.json")).unwrap_err();
         assert_eq!(
             e.to_string(),
-            r#"h100.json: measured with gpu "H100", the table at --out with "H200": timings of the two would not compare"#
+            r#"h100.json: measured with gpu "H100", the table at --out (tuned.json) with "H200": timings of the two would not compare"#
         );
+        let mut other_mode = table("H200", &[(12, 8, 1, 6.0)]);
+        other_mode.meta.insert("gate_mode".into(), json!(2));
+        let e = merge(&base, out(), &other_mode, Path::new("m2.json")).unwrap_err();
+        assert!(e.to_string().contains("gate_mode 2"), "{e}");
+    }
+
+    #[test]
+    fn twice_the_same_point_or_no_point_is_refused() {
+        let base = table("H200", &[(12, 8, 1, 5.0)]);
+        let twice = table("H200", &[(12, 64, 4, 86.0), (12, 64, 4, 87.0)]);
+        let e = merge(&base, out(), &twice, Path::new("t.json")).unwrap_err();
+        assert_eq!(e.to_string(), "t.json: H12 B64 T4 appears twice");
+        let e = merge(&twice, out(), &base, Path::new("t.json")).unwrap_err();
+        assert_eq!(e.to_string(), "tuned.json: H12 B64 T4 appears twice");
+        let e = merge(&base, out(), &table("H200", &[]), Path::new("e.json")).unwrap_err();
+        assert_eq!(e.to_string(), "e.json: no points to merge");
     }
 }

@@ -86,7 +86,12 @@ pub struct Options {
     /// a `kda-split bench --json` file saw using local memory on the GPU (the
     /// driver's JIT can spill where ptxas does not); a GPU search reads what
     /// the driver reports for every schedule it measures.
-    #[arg(long, value_name = "FILE", requires = "table_source")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "table_source",
+        conflicts_with = "merge"
+    )]
     pub device_spills: Vec<PathBuf>,
 }
 
@@ -269,6 +274,8 @@ pub(crate) mod tests {
         );
         assert!(try_parse(&["--merge", "a", "--reselect", "b"]).is_err());
         assert!(try_parse(&["--merge", "a", "--from-bench", "b"]).is_err());
+        // A merge chooses nothing, so it has no spills to apply.
+        assert!(try_parse(&["--merge", "a", "--device-spills", "b"]).is_err());
     }
 
     #[test]
