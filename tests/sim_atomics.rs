@@ -57,6 +57,48 @@ fn every_thread_gets_a_distinct_ticket() {
     }
 }
 
+/// Clusters run on several host threads: the simulator's `atom.add` has to
+/// be one host atomic, or two CTAs simulated at once read the same old value
+/// (a load-then-store did exactly that, and pipelined-copy's work queue then
+/// handed one tile out twice).
+#[test]
+fn tickets_stay_distinct_when_ctas_run_on_several_host_threads() {
+    let ctas = 256usize;
+    let threads = ctas * 64;
+    let k = take_tickets();
+    let dev = SimDevice::with_options(SimOptions {
+        threads: 8,
+        ..SimOptions::default()
+    });
+    let module = dev.load(&k).unwrap_or_else(|e| panic!("{e}"));
+    for launch in 0..4 {
+        let queue = DeviceTensor::<SimDevice, u32, 1>::zeros(&dev, [1]).unwrap();
+        let owner = DeviceTensor::upload(&dev, &vec![u32::MAX; threads], [threads]).unwrap();
+        let balance = DeviceTensor::upload(&dev, &[0i32], [1]).unwrap();
+        take_tickets::Args::<SimDevice> {
+            queue: queue.arg(),
+            owner: owner.arg(),
+            balance: balance.arg(),
+        }
+        .launch(&dev, &module, Launch::grid([ctas as u32, 1, 1]))
+        .unwrap_or_else(|e| panic!("launch {launch}: {e}"));
+        assert_eq!(
+            queue.to_vec(&dev).unwrap(),
+            [threads as u32],
+            "launch {launch}"
+        );
+        assert_eq!(
+            balance.to_vec(&dev).unwrap(),
+            [-(threads as i32)],
+            "launch {launch}"
+        );
+        let mut owners = owner.to_vec(&dev).unwrap();
+        owners.sort_unstable();
+        let want: Vec<u32> = (0..threads as u32).collect();
+        assert_eq!(owners, want, "launch {launch}: each thread owns one ticket");
+    }
+}
+
 #[test]
 fn the_ticket_kernel_assembles_without_spills() {
     let ptx = kda::ir::pipeline::compile(&take_tickets(), &Default::default())

@@ -107,6 +107,14 @@ pub(crate) fn read_words(mem: &[AtomicU32], byte_off: usize, bytes: u32, out: &m
     }
 }
 
+/// `atom.add` on the aligned word at `byte_off`: adds `v` (wrapping) in one
+/// host atomic, so CTAs simulated on different host threads never see the
+/// same old value; returns the old value.
+#[inline]
+pub(crate) fn fetch_add_word(mem: &[AtomicU32], byte_off: usize, v: u32) -> u32 {
+    mem[byte_off / 4].fetch_add(v, Relaxed)
+}
+
 /// Write words (or, for `bytes == 2`, the low half of `src[0]`) at a byte offset
 /// aligned to the access size.
 #[inline]

@@ -12,7 +12,7 @@ use kda_ir::Scalar;
 use super::{Cluster, Warp, bar_name, lane_mask, misuse, race_error, ring_elem, site};
 use crate::sim::decode::{Idx, Ins, Program, ShBuf};
 use crate::sim::mbarrier::MbarFault;
-use crate::sim::memory::{TensorView, read_words, write_words};
+use crate::sim::memory::{TensorView, fetch_add_word, read_words, write_words};
 use crate::sim::race::Stamp;
 use crate::sim::report::AccessKind;
 use crate::sim::report::{Misaligned, OutOfBounds, SimError, Site, Space, TxOverflow};
@@ -111,10 +111,9 @@ pub(super) fn exec(
                     let kind = AccessKind::Write;
                     super::bulk::check_global(prog, w, cx, *t, byte, 4, l as u32, kind)?;
                 }
-                read_words(tv.mem, byte as usize, 4, &mut tmp[..1]);
-                let old = tmp[0];
-                tmp[0] = old.wrapping_add(w.regs[*v as usize * 32 + l]);
-                write_words(tv.mem, byte as usize, 4, &tmp[..1]);
+                // One host atomic: clusters run on several host threads, and
+                // a load-then-store here handed two CTAs the same ticket.
+                let old = fetch_add_word(tv.mem, byte as usize, w.regs[*v as usize * 32 + l]);
                 w.regs[*d as usize * 32 + l] = old;
             }
         }
