@@ -16,10 +16,36 @@ fn take_tickets(queue: Tensor<u32, 1>, owner: Tensor<u32, n>, balance: Tensor<i3
     balance.atomic_add([0], -1i32);
 }
 
+/// One launch of `ctas` CTAs on `dev`, then the checks: the counter ends at
+/// the thread count, `balance` (starting at 7) went down by one per thread,
+/// and the tickets are exactly 0..threads.
+fn take_and_check(
+    dev: &SimDevice,
+    module: &<SimDevice as Device>::Module,
+    ctas: usize,
+    what: &str,
+) {
+    let threads = ctas * 64;
+    let queue = DeviceTensor::<SimDevice, u32, 1>::zeros(dev, [1]).unwrap();
+    let owner = DeviceTensor::upload(dev, &vec![u32::MAX; threads], [threads]).unwrap();
+    let balance = DeviceTensor::upload(dev, &[7i32], [1]).unwrap();
+    take_tickets::Args::<SimDevice> {
+        queue: queue.arg(),
+        owner: owner.arg(),
+        balance: balance.arg(),
+    }
+    .launch(dev, module, Launch::grid([ctas as u32, 1, 1]))
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(queue.to_vec(dev).unwrap(), [threads as u32], "{what}");
+    assert_eq!(balance.to_vec(dev).unwrap(), [7 - threads as i32], "{what}");
+    let mut owners = owner.to_vec(dev).unwrap();
+    owners.sort_unstable();
+    let want: Vec<u32> = (0..threads as u32).collect();
+    assert_eq!(owners, want, "{what}: each thread owns one ticket");
+}
+
 #[test]
 fn every_thread_gets_a_distinct_ticket() {
-    let ctas = 5usize;
-    let threads = ctas * 64;
     let k = take_tickets();
     let text = kda::ir::write::write_kernel(&k);
     assert_eq!(text.matches("atom.add").count(), 2, "{text}");
@@ -33,26 +59,7 @@ fn every_thread_gets_a_distinct_ticket() {
             };
             let dev = SimDevice::with_options(opts.clone());
             let module = dev.load(&k).unwrap_or_else(|e| panic!("{e}"));
-            let queue = DeviceTensor::<SimDevice, u32, 1>::zeros(&dev, [1]).unwrap();
-            let owner = DeviceTensor::upload(&dev, &vec![u32::MAX; threads], [threads]).unwrap();
-            let balance = DeviceTensor::upload(&dev, &[7i32], [1]).unwrap();
-            take_tickets::Args::<SimDevice> {
-                queue: queue.arg(),
-                owner: owner.arg(),
-                balance: balance.arg(),
-            }
-            .launch(&dev, &module, Launch::grid([ctas as u32, 1, 1]))
-            .unwrap_or_else(|e| panic!("{opts:?}: {e}"));
-            assert_eq!(queue.to_vec(&dev).unwrap(), [threads as u32], "{opts:?}");
-            assert_eq!(
-                balance.to_vec(&dev).unwrap(),
-                [7 - threads as i32],
-                "{opts:?}"
-            );
-            let mut owners = owner.to_vec(&dev).unwrap();
-            owners.sort_unstable();
-            let want: Vec<u32> = (0..threads as u32).collect();
-            assert_eq!(owners, want, "{opts:?}: each thread owns one ticket");
+            take_and_check(&dev, &module, 5, &format!("{opts:?}"));
         }
     }
 }
@@ -63,39 +70,13 @@ fn every_thread_gets_a_distinct_ticket() {
 /// handed one tile out twice).
 #[test]
 fn tickets_stay_distinct_when_ctas_run_on_several_host_threads() {
-    let ctas = 256usize;
-    let threads = ctas * 64;
-    let k = take_tickets();
     let dev = SimDevice::with_options(SimOptions {
         threads: 8,
         ..SimOptions::default()
     });
-    let module = dev.load(&k).unwrap_or_else(|e| panic!("{e}"));
+    let module = dev.load(&take_tickets()).unwrap_or_else(|e| panic!("{e}"));
     for launch in 0..4 {
-        let queue = DeviceTensor::<SimDevice, u32, 1>::zeros(&dev, [1]).unwrap();
-        let owner = DeviceTensor::upload(&dev, &vec![u32::MAX; threads], [threads]).unwrap();
-        let balance = DeviceTensor::upload(&dev, &[0i32], [1]).unwrap();
-        take_tickets::Args::<SimDevice> {
-            queue: queue.arg(),
-            owner: owner.arg(),
-            balance: balance.arg(),
-        }
-        .launch(&dev, &module, Launch::grid([ctas as u32, 1, 1]))
-        .unwrap_or_else(|e| panic!("launch {launch}: {e}"));
-        assert_eq!(
-            queue.to_vec(&dev).unwrap(),
-            [threads as u32],
-            "launch {launch}"
-        );
-        assert_eq!(
-            balance.to_vec(&dev).unwrap(),
-            [-(threads as i32)],
-            "launch {launch}"
-        );
-        let mut owners = owner.to_vec(&dev).unwrap();
-        owners.sort_unstable();
-        let want: Vec<u32> = (0..threads as u32).collect();
-        assert_eq!(owners, want, "launch {launch}: each thread owns one ticket");
+        take_and_check(&dev, &module, 256, &format!("launch {launch}"));
     }
 }
 
