@@ -63,7 +63,8 @@ Default sweep: heads 12 at batch 1, 8, 32, 64, 128, 512 (T = 1) and T = 4 at
 batch 8, 64 and 128; heads 6 and 32 at batch 1, 128, 512. With --heads, --batch or
 --tokens: their product, a list not given being heads 12, batch 1, 8, 32, 128,
 512 or tokens 1. Default schedules: auto, seed and the names above (--quick:
-auto, seed, e1 and e2-c2, about a minute in all). The targets are issue
+auto, seed, e1 and e2-c2; the same-bytes copies, five variants per distinct
+point size, come on top: --no-same-bytes-copy skips them). The targets are issue
 15's (state >= 93 % of the copy ceiling at H12/H32 B128/B512 and H6 B512, T = 1;
 >= 85 % at H12 T = 4 B8/B64/B128; batch 1 within 2.26 / 2.57 / 3.08 us at
 H6 / H12 / H32; >= 1.25x faster than fla's kernel alone where the issue has
