@@ -72,8 +72,9 @@ use crate::tuned::{RawSchedule, TunedTable};
 
 /// What `autotune --help` adds after the flags.
 pub const AFTER_HELP: &str = "\
-Default points: heads 6, 12 and 32 at batch 1, 8, 32, 64, 128, 512 (T = 1) and
-at batch 8 and 64 with T = 4. With --heads, --batch or --tokens: their
+Default points (those of the checked-in table): heads 6, 12 and 32 at batch 1,
+8, 32, 64, 128, 512 (T = 1); heads 12 and 32 at batch 8, 64, 128 with T = 2, 4
+and 8; heads 6 at batch 8 and 64 with T = 4. With --heads, --batch or --tokens: their
 product, a list not given being heads 6, 12, 32, batch 1, 8, 32, 64, 128, 512
 or tokens 1. --schedule adds schedules to the search, --budget-ms and --check
 apply to the finalists. At T > 1 every schedule is also tried with

@@ -65,7 +65,7 @@ pub struct Options {
     /// Least gain over the seed's defaults to replace them.
     #[arg(long, value_name = "F", value_parser = non_negative, default_value_t = 0.01)]
     pub min_gain: f64,
-    /// Time limit of the whole search, in minutes [default: 6; --quick: 2.5].
+    /// Time limit of the whole search, in minutes [default: 10; --quick: 2.5].
     #[arg(long, value_name = "M", value_parser = non_negative)]
     pub minutes: Option<f64>,
     /// No GPU: the table from a `kda-split bench --json` file (the fastest
@@ -113,10 +113,16 @@ impl Options {
     pub fn points(&self) -> Vec<Point> {
         let batches: &[u32] = &[1, 8, 32, 64, 128, 512];
         if !self.sweep.has_point_lists() {
+            // The points of the checked-in table: a whole search re-chooses
+            // every one of them (none is lost to a narrower default).
             let mut points = Vec::new();
             for heads in [12, 6, 32] {
                 points.extend(product(&[heads], batches, &[1]));
-                points.extend(product(&[heads], &[8, 64], &[4]));
+                if heads == 6 {
+                    points.extend(product(&[heads], &[8, 64], &[4]));
+                } else {
+                    points.extend(product(&[heads], &[8, 64, 128], &[2, 4, 8]));
+                }
             }
             return points;
         }
@@ -152,7 +158,7 @@ impl Options {
 
     pub fn minutes(&self) -> f64 {
         self.minutes
-            .unwrap_or(if self.sweep.quick { 2.5 } else { 6.0 })
+            .unwrap_or(if self.sweep.quick { 2.5 } else { 10.0 })
     }
 
     /// The brief timing of the search.
@@ -221,8 +227,18 @@ pub(crate) mod tests {
     fn options_and_default_points() {
         let o = parse(&[]);
         assert_eq!(o.out.to_str(), Some(DEFAULT_OUT));
-        assert_eq!(o.points().len(), 24);
+        assert_eq!(o.points().len(), 38);
         assert!(o.points().contains(&Point::new(32, 64, 4)));
+        assert!(o.points().contains(&Point::new(12, 128, 8)));
+        assert!(o.points().contains(&Point::new(6, 64, 4)));
+        // Every point of the checked-in table is a default point.
+        let table = crate::tuned::TunedTable::parse(crate::tuned::TUNED_JSON).unwrap();
+        for p in &table.points {
+            let point = Point::new(p.heads, p.batch, p.tokens);
+            assert!(o.points().contains(&point), "{point}");
+        }
+        assert_eq!(table.points.len(), o.points().len());
+        assert_eq!(o.minutes(), 10.0);
         assert_eq!((o.top(), o.evict(), o.lanes().len()), (3, true, 4));
         assert!(o.bulk_store() && !parse(&["--no-bulk-store"]).bulk_store());
         let o = parse(&[
