@@ -81,11 +81,7 @@ fn copy_kernel_uses_16_byte_accesses_and_assembles() {
 fn copy_step_writes_its_copies_over_the_rotation_on_the_simulator() {
     let dev = SimDevice::new();
     for tokens in [1, 3] {
-        let point = Point {
-            heads: 1,
-            batch: 2,
-            tokens,
-        };
+        let point = Point::new(1, 2, tokens);
         let lines =
             check_same_copy(&dev, point, &[(32, 4), (128, 2)], 4).unwrap_or_else(|e| panic!("{e}"));
         println!("{}", lines.join("\n"));
@@ -246,11 +242,7 @@ fn rotating_workload_matches_the_reference_step_by_step() {
         Candidate::new("e2-c2", &[2, 0, 0, 2]),
     ];
     for tokens in [1, 2] {
-        let point = Point {
-            heads: 2,
-            batch: 3,
-            tokens,
-        };
+        let point = Point::new(2, 3, tokens);
         let lines = check_workload(&dev, point, &schedules, 3).unwrap_or_else(|e| panic!("{e}"));
         for line in &lines {
             println!("{line}");
@@ -268,11 +260,7 @@ fn batches_beyond_the_generated_requests_repeat_them_and_still_match() {
     // The workload generates 16 requests and repeats them for larger batches.
     let dev = SimDevice::new();
     for tokens in [1, 2] {
-        let point = Point {
-            heads: 1,
-            batch: 18,
-            tokens,
-        };
+        let point = Point::new(1, 18, tokens);
         let lines = check_workload(&dev, point, &[Candidate::new("e1", &[1, 0, 0])], 2)
             .unwrap_or_else(|e| panic!("{e}"));
         println!("{}", lines.join("\n"));
@@ -291,11 +279,7 @@ fn a_workload_too_large_for_the_fill_is_refused_before_anything_is_allocated() {
         seed: 1,
     };
     for (heads, batch) in [(4_000_000_000, 4_000_000_000), (12, 1 << 20)] {
-        let point = Point {
-            heads,
-            batch,
-            tokens: 8,
-        };
+        let point = Point::new(heads, batch, 8);
         let e = Workload::new(&dev, point, &plan).err().expect("refused");
         assert!(
             e.to_string().contains("one slot group's state"),

@@ -53,8 +53,8 @@ impl SameBytes {
             read_bytes,
             copies: point.tokens,
         };
-        if same
-            .write_bytes()
+        if read_bytes
+            .checked_mul(same.copies as usize)
             .and_then(|w| w.checked_add(read_bytes))
             .is_none()
         {
@@ -87,14 +87,15 @@ impl SameBytes {
         self.read_bytes / 4
     }
 
-    /// Bytes written per step (`W = T·R`); checked in [`SameBytes::of`].
-    fn write_bytes(&self) -> Option<usize> {
-        self.read_bytes.checked_mul(self.copies as usize)
+    /// Bytes written per step (`W = T·R`; [`SameBytes::of`] checked that
+    /// `R + W` fits).
+    pub fn write_bytes(&self) -> usize {
+        self.read_bytes * self.copies as usize
     }
 
     /// Bytes read + written per step (`R + W`: the point's state traffic).
     pub fn bytes_per_step(&self) -> usize {
-        self.read_bytes * (1 + self.copies as usize)
+        self.read_bytes + self.write_bytes()
     }
 
     /// The launch of `copy_step_kernel(block, unroll, T)` over the read
@@ -108,7 +109,7 @@ impl SameBytes {
     /// `plan` (its slot groups hold `W` bytes of state each). Each copy group
     /// holds `R + W` bytes, so the copy rotates over at least as much.
     pub fn rotation(&self, plan: &Plan) -> (usize, usize) {
-        rotation_of(plan, self.read_bytes * self.copies as usize)
+        rotation_of(plan, self.write_bytes())
     }
 }
 
@@ -152,7 +153,6 @@ impl<B> CopyRotation<B> {
         seed: u32,
     ) -> Result<Self, BenchError> {
         let (groups, steps) = same.rotation(plan);
-        let write = same.read_bytes * same.copies as usize;
         let fill_f32 = dev.load(&fill_kernel(Scalar::F32))?;
         let mut srcs = Vec::with_capacity(groups);
         let mut dsts = Vec::with_capacity(groups);
@@ -167,7 +167,7 @@ impl<B> CopyRotation<B> {
                 1.0,
             )?;
             srcs.push(src);
-            dsts.push(dev.alloc(write)?);
+            dsts.push(dev.alloc(same.write_bytes())?);
         }
         dev.synchronize()?;
         Ok(CopyRotation {
@@ -189,7 +189,7 @@ impl<B> CopyRotation<B> {
     /// what an earlier variant left there).
     pub fn poison<D: BenchDevice<Buffer = B>>(&self, dev: &D, seed: u32) -> Result<(), BenchError> {
         let fill_f32 = dev.load(&fill_kernel(Scalar::F32))?;
-        let floats = self.same.floats() * self.same.copies as usize;
+        let floats = self.same.write_bytes() / 4;
         for (g, dst) in self.dsts.iter().enumerate() {
             fill(
                 dev,
@@ -295,17 +295,13 @@ pub fn check_copy_step<D: BenchDevice>(
 mod tests {
     use super::*;
 
-    fn point(heads: u32, batch: u32, tokens: u32) -> Point {
-        Point {
-            heads,
-            batch,
-            tokens,
-        }
-    }
-
     #[test]
     fn bytes_match_the_points_state_traffic() {
-        for p in [point(12, 128, 1), point(12, 64, 4), point(32, 512, 1)] {
+        for p in [
+            Point::new(12, 128, 1),
+            Point::new(12, 64, 4),
+            Point::new(32, 512, 1),
+        ] {
             let same = SameBytes::of(&p).unwrap();
             assert_eq!(same.bytes_per_step(), p.state_bytes_per_step(), "{p}");
             assert_eq!(same.read_bytes(), (p.batch * p.heads) as usize * 65536);
@@ -313,35 +309,35 @@ mod tests {
             assert_eq!(same.floats() * 4, same.read_bytes());
         }
         // H12 B128 T1: 100.7 MB read, as much written.
-        let same = SameBytes::of(&point(12, 128, 1)).unwrap();
+        let same = SameBytes::of(&Point::new(12, 128, 1)).unwrap();
         assert_eq!(same.bytes_per_step(), 2 * 12 * 128 * 128 * 128 * 4);
         // Points of the same B·H and T share a copy.
-        assert_eq!(same, SameBytes::of(&point(6, 256, 1)).unwrap());
-        assert_ne!(same, SameBytes::of(&point(6, 256, 2)).unwrap());
+        assert_eq!(same, SameBytes::of(&Point::new(6, 256, 1)).unwrap());
+        assert_ne!(same, SameBytes::of(&Point::new(6, 256, 2)).unwrap());
     }
 
     #[test]
     fn sizes_past_the_limits_are_errors_not_panics() {
         // B·H·64 KiB past 2^32 floats: larger than one copy step reads.
-        let e = SameBytes::of(&point(u32::MAX, u32::MAX, 1)).unwrap_err();
+        let e = SameBytes::of(&Point::new(u32::MAX, u32::MAX, 1)).unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, BenchError::SameCopySize { .. }), "{msg}");
         assert!(msg.contains("H4294967295 B4294967295 T1"), "{msg}");
         // Read fits usize, T copies of it do not.
-        let e = SameBytes::of(&point(1 << 16, 1 << 16, u32::MAX)).unwrap_err();
+        let e = SameBytes::of(&Point::new(1 << 16, 1 << 16, u32::MAX)).unwrap_err();
         assert!(e.to_string().contains("written overflow"), "{e}");
         // Fits usize, but more floats than one launch reads.
-        let e = SameBytes::of(&point(32, 1 << 19, 1)).unwrap_err();
+        let e = SameBytes::of(&Point::new(32, 1 << 19, 1)).unwrap_err();
         assert!(e.to_string().contains("reads at most"), "{e}");
-        let e = SameBytes::of(&point(12, 8, 0)).unwrap_err();
+        let e = SameBytes::of(&Point::new(12, 8, 0)).unwrap_err();
         assert!(e.to_string().contains("moves no bytes"), "{e}");
         // The largest default point fits.
-        assert!(SameBytes::of(&point(32, 512, 4)).is_ok());
+        assert!(SameBytes::of(&Point::new(32, 512, 4)).is_ok());
     }
 
     #[test]
     fn launches_cover_the_bytes_in_whole_tiles() {
-        let same = SameBytes::of(&point(12, 8, 4)).unwrap();
+        let same = SameBytes::of(&Point::new(12, 8, 4)).unwrap();
         for (block, unroll) in crate::bench::kernels::COPY_VARIANTS {
             let cfg = same.launch(block, unroll).unwrap();
             assert!(cfg.pdl);
@@ -363,7 +359,11 @@ mod tests {
             min_steps: 32,
             seed: 1,
         };
-        for p in [point(12, 1, 1), point(12, 128, 1), point(12, 8, 4)] {
+        for p in [
+            Point::new(12, 1, 1),
+            Point::new(12, 128, 1),
+            Point::new(12, 8, 4),
+        ] {
             let same = SameBytes::of(&p).unwrap();
             assert_eq!(
                 same.rotation(&plan),
