@@ -121,16 +121,27 @@ pub struct SameCopyRow {
     /// Per step.
     pub timing: Timing,
     /// One small launch (64 pages read) reproduced its source in every
-    /// destination region.
+    /// destination region, and so did step 0 of the timed launch (group 0).
     pub verified: bool,
 }
 
 /// Pages the same-bytes copy's verification launch reads.
 const CHECK_PAGES: usize = 64;
 
+/// A copy check's result as "copied exactly": a mismatch is `false` (the
+/// row says so), any other error ends the measurement.
+fn copied(check: Result<(), BenchError>) -> Result<bool, BenchError> {
+    match check {
+        Ok(()) => Ok(true),
+        Err(BenchError::CopyStepMismatch { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// The same-bytes copy of `same` under `plan`: for each `(block, unroll)`
-/// variant, verify one small launch, then time a graph of the workload's
-/// number of PDL-chained steps, step `s` on group `s mod groups`. A wrong
+/// variant, verify one small launch and step 0 of the timed one, then time
+/// a graph of the workload's number of PDL-chained steps, step `s` on group
+/// `s mod groups`. A wrong
 /// copy is a row with `verified: false`; a failure of the device an error.
 pub fn same_bytes_copy(
     dev: &CudaDevice,
@@ -145,12 +156,14 @@ pub fn same_bytes_copy(
         let kernel = copy_step_kernel(block, unroll, same.copies());
         let module = dev.load(&kernel)?;
         let check_floats = CHECK_PAGES * PAGE_BYTES / 4;
-        let verified =
-            match check_copy_step(dev, &module, block, unroll, same.copies(), check_floats) {
-                Ok(()) => true,
-                Err(BenchError::CopyStepMismatch { .. }) => false,
-                Err(e) => return Err(e),
-            };
+        let small = copied(check_copy_step(
+            dev,
+            &module,
+            block,
+            unroll,
+            same.copies(),
+            check_floats,
+        ))?;
         let launch = same.launch(block, unroll)?;
         // One step outside the graph, into poisoned destinations: a fault
         // surfaces here, named, and the launch the graph times is checked
@@ -158,12 +171,7 @@ pub fn same_bytes_copy(
         rotation.poison(dev, plan.seed as u32)?;
         rotation.launch(dev, &module, &launch, 0)?;
         dev.synchronize()?;
-        let verified = verified
-            && match rotation.check_group(dev, &kernel.name, 0) {
-                Ok(()) => true,
-                Err(BenchError::CopyStepMismatch { .. }) => false,
-                Err(e) => return Err(e),
-            };
+        let verified = small && copied(rotation.check_group(dev, &kernel.name, 0))?;
         let timing = time_steps(dev, rotation.steps, budget, |d, s| {
             rotation.launch(d, &module, &launch, s)
         })?;
