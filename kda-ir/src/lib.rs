@@ -7,6 +7,7 @@ pub mod builder;
 pub mod entities;
 pub mod kernel;
 pub mod loc;
+pub mod occupancy;
 pub mod op;
 pub mod parse;
 pub mod passes;

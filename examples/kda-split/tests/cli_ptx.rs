@@ -121,7 +121,14 @@ fn info_prints_registers_spills_stack_and_shared_memory() {
     ptxas_or_fail();
     let out = kda_split(&["info", "--heads", "2,12", "--batch", "1,64"]).expect_ok();
     let header = out.stdout.lines().nth(1).unwrap_or_default();
-    for column in ["regs", "spill st/ld", "stack", "smem st+dyn"] {
+    for column in [
+        "regs",
+        "spill st/ld",
+        "stack",
+        "smem st+dyn",
+        "CTAs/SM",
+        "state/SM",
+    ] {
         assert!(header.contains(column), "{out}");
     }
     for (label, cluster) in [
@@ -133,6 +140,18 @@ fn info_prints_registers_spills_stack_and_shared_memory() {
         let regs: u32 = cells[2].parse().unwrap_or_else(|_| panic!("{out}"));
         assert!((24..=255).contains(&regs), "{regs} registers\n{out}");
         assert_eq!(cells[3], "0/0", "spills\n{out}");
+        // CTAs per SM from the row's registers and shared memory, and the
+        // state rows (128 / C of 512 bytes) those CTAs hold.
+        let shared: u32 = cells[7]
+            .split('+')
+            .map(|b| b.parse::<u32>().unwrap_or_else(|_| panic!("{out}")))
+            .sum();
+        let occupancy = kda_ir::occupancy::ctas_per_sm(160, regs, shared);
+        assert!(occupancy.ctas > 0, "{out}");
+        assert_eq!(cells[10], occupancy.ctas.to_string(), "{out}");
+        assert_eq!(cells[11], occupancy.limiter.name(), "{out}");
+        let state = occupancy.ctas * (128 / cluster) * 512 / 1024;
+        assert_eq!(cells[12..14], [state.to_string(), "KiB".into()], "{out}");
     }
 }
 

@@ -6,9 +6,11 @@
 use std::time::Instant;
 
 use clap::Args;
+use kda_ir::occupancy::ctas_per_sm;
 use kda_ir::pipeline::{self, Options};
 use kda_ir::ptxas::{self, PtxasError};
 use kda_split::KdaConfig;
+use kda_split::kernel::BLOCK;
 
 use super::options::{BiasArgs, Schedule, fmt_duration, label};
 use super::ptx::kernel;
@@ -74,7 +76,7 @@ pub fn info(a: &InfoArgs) -> CliResult {
         }
     }
     say!(
-        "{:<40} {:>2} {:>5} {:>4} {:>12} {:>6} {:>14} {:>4} {:>9}",
+        "{:<40} {:>2} {:>5} {:>4} {:>12} {:>6} {:>14} {:>4} {:>10} {:>9} {:>9}",
         "configuration",
         "C",
         "lanes",
@@ -83,6 +85,8 @@ pub fn info(a: &InfoArgs) -> CliResult {
         "stack",
         "smem st+dyn",
         "bars",
+        "CTAs/SM",
+        "state/SM",
         "ptxas"
     );
     let (mut invalid, mut spilled) = (0, 0);
@@ -103,8 +107,12 @@ pub fn info(a: &InfoArgs) -> CliResult {
             .map_err(|e| Failure::device(format!("{}: {e}", label(cfg))))?;
         let took = start.elapsed();
         spilled += usize::from(report.spills() > 0);
+        let shared = report.shared_bytes.saturating_add(compiled.layout.bytes);
+        let occupancy = ctas_per_sm(BLOCK, report.registers, shared);
+        // The state rows each resident CTA reads: rows x 128 f32.
+        let state_kib = u64::from(occupancy.ctas) * u64::from(cfg.rows()) * 512 / 1024;
         say!(
-            "{:<40} {:>2} {:>5} {:>4} {:>12} {:>6} {:>14} {:>4} {:>9}{}",
+            "{:<40} {:>2} {:>5} {:>4} {:>12} {:>6} {:>14} {:>4} {:>10} {:>9} {:>9}{}",
             label(cfg),
             cfg.cluster(),
             cfg.lanes(),
@@ -113,6 +121,8 @@ pub fn info(a: &InfoArgs) -> CliResult {
             format!("{} B", report.stack_frame),
             format!("{}+{} B", report.shared_bytes, compiled.layout.bytes),
             report.barriers,
+            format!("{} {}", occupancy.ctas, occupancy.limiter.name()),
+            format!("{state_kib} KiB"),
             fmt_duration(took),
             if report.spills() > 0 { "  SPILLS" } else { "" }
         );
