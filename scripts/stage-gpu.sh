@@ -231,7 +231,8 @@ step "main-pipelined-copy" "$here/bin/pipelined-copy"
 step "bench-pipelined-copy" "$here/bin/pipelined-copy" --bench
 # GDN (HK4 HV8, T 1 and 4) and Mamba-2 (H24 G1): every schedule of their
 # sweep lists at batch 128, the defaults at 1, 64 and 512, state rotated over
-# >= 4x L2, against the driver copy measured in the same run (about 50 s;
+# >= 4x L2, against the driver copy measured in the same run and each
+# point's same-bytes copy (about 50 s, 30 of them the copies;
 # KDA_STEPS=bench-gdn-sweep runs it alone).
 step "bench-gdn-sweep" "$here/bin/decode-bench"
 

@@ -10,6 +10,14 @@
 //! null block); step `s` of a graph uses group `s mod groups`. What a bench
 //! builds on top (its launch, how it fills the state, its checks) stays in
 //! its crate.
+//!
+//! Both benches also time the same reference kernels, built here with the
+//! kda-ir builder ([`kernels`]: copy, fill, empty), and per point the
+//! [`same_copy`]: a PDL-chained copy of exactly the point's state bytes over
+//! the point's rotation, the "% of same-bytes copy" of their reports.
+
+pub mod kernels;
+pub mod same_copy;
 
 use half::bf16;
 use kda_ir::Kernel;

@@ -2,11 +2,11 @@
 //! host tensors, correctly rounded bf16, the slot-table semantics and checks
 //! of their caches, seeded generators, the comparison with the references'
 //! results, safetensors case files, a runner for any `kda_runtime::Device`,
-//! the benchmarks' graph timing and rotating state ([`mod@bench`]), and test
-//! helpers. Nothing here knows a particular kernel: each kernel's
-//! crate names its arguments (a [`KernelArgs`] and a
-//! [`validate::TensorArg`]) and builds its reference, checks and generator on
-//! top.
+//! the benchmarks' graph timing, rotating state, reference kernels and
+//! same-bytes copy ([`mod@bench`]), and test helpers. Nothing here knows a
+//! particular kernel: each kernel's crate names its arguments (a
+//! [`KernelArgs`] and a [`validate::TensorArg`]) and builds its reference,
+//! checks and generator on top.
 
 #![warn(missing_docs)]
 

@@ -1,7 +1,8 @@
 //! The two kernels behind one interface: how to generate a launch, build a
-//! schedule's kernel, size its grid, count its state traffic and check it
-//! against the float64 reference.
+//! schedule's kernel, size its grid, count its state traffic (and the
+//! same-bytes copy of it) and check it against the float64 reference.
 
+use kda_host::bench::same_copy::{SameBytes, SizeError};
 use kda_host::{HostTensor, KernelArgs, Report};
 use kda_ir::Kernel;
 use kda_runtime::{Device, ScalarArg};
@@ -22,6 +23,11 @@ pub trait Family {
     /// and head.
     fn state_bytes(&self, batch: usize) -> usize {
         batch * self.slot_bytes() * (1 + self.tokens())
+    }
+    /// The same-bytes copy of [`Family::state_bytes`] at `batch`: one slot
+    /// of state (every head's page) read per request, `T` copies written.
+    fn same_bytes(&self, batch: usize) -> Result<SameBytes, SizeError> {
+        SameBytes::new(batch, self.slot_bytes(), self.tokens())
     }
     /// A launch of `requests` requests over `num_slots` slots, no padding and
     /// no write holes.

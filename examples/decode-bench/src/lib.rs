@@ -18,25 +18,38 @@
 //!   and is replayed for about 100 ms after 3 warm-up replays; µs/step is
 //!   the median replay over its steps. State traffic per step is one page
 //!   read and `T` written per request and head (every request active).
+//! * **Same-bytes copy** (unless `--no-same-bytes-copy`), per point after
+//!   its rows ([`kda_host::bench::same_copy`], KdaSplit's bench's): a copy
+//!   that moves exactly the point's state traffic (reads one slot of state
+//!   per request, writes `T` copies: [`Family::same_bytes`]) with the
+//!   kernels' PDL structure (trigger at entry, loads before the wait, stores
+//!   after), in a graph of the point's steps over its slot-group rotation;
+//!   five copy-step variants, each verified and timed, the fastest verified
+//!   one the reference. Rows give their state traffic as "of same-bytes
+//!   copy" beside "of copy" (the bytes are the same): the part of the gap to
+//!   the ceiling that any kernel moving that much per chained step pays.
 //! * **Checks**: before timing, each schedule runs once on a generated
 //!   launch of 8 requests (padding and write holes included) at the same
 //!   shape, compared with the float64 reference (`checked` in the row);
 //!   after timing, the bench's own output must be fully written and finite
 //!   (it is poisoned first).
 //!
-//! The sweep stops starting new rows after `deadline` (rows say so).
+//! The sweep stops starting new rows and copies after `deadline` (rows say
+//! so).
 
 pub mod family;
 pub mod gpu;
 pub mod workload;
 
+use std::ffi::OsString;
 use std::time::Instant;
 
+use kda_host::bench::same_copy::{SameBytes, SameCopies, SameCopyRow, markdown_table};
 use kda_runtime::{CudaDevice, Device};
 
 use family::{Family, Gdn, Mamba2};
 use gpu::{Budget, CopyCeiling, copy_ceiling, measure, tbps};
-use workload::{Plan, Workload, plan_for_l2};
+use workload::{Plan, Workload, plan_for_l2, rotation};
 
 /// Requests of the generated launch each schedule is checked on.
 pub const CHECK_REQUESTS: usize = 8;
@@ -47,6 +60,74 @@ pub const DEFAULT_ONLY_BATCHES: [usize; 3] = [1, 64, 512];
 pub const SWEEP_BATCH: usize = 128;
 /// Bytes of the copy-ceiling buffer.
 pub const COPY_BYTES: usize = 1 << 30;
+
+/// Seconds after which no row or same-bytes copy starts, unless
+/// `KDA_SWEEP_SECONDS` says otherwise. On the H200 the rows take 18 to 38 s
+/// and the same-bytes copies about 30 s more (eleven distinct sizes, five
+/// variants each, every one verified on up to 1.3 GB downloaded): 90 s
+/// leaves room for both.
+pub const DEFAULT_SWEEP_SECONDS: u64 = 90;
+
+/// `decode-bench --help`.
+pub const USAGE: &str = "\
+usage: decode-bench [--no-same-bytes-copy]
+
+GDN and Mamba-2 decode steps swept over their schedules on the GPU, state
+rotated over >= 4x L2, against the driver copy of 1 GiB (\"of copy\") and, per
+point, a PDL-chained copy of exactly the point's state bytes over the same
+rotation (\"of same-bytes copy\").
+
+  --no-same-bytes-copy  skip the same-bytes copies (the column reads —)
+  -h, --help            print this text
+
+KDA_SWEEP_SECONDS (default 90): no row or copy starts after that many seconds.
+Exit status: 0 when every row was measured, checked and fully written and every
+copy verified; 1 when not; 2 for a bad argument; 4 without a GPU.";
+
+/// What the command line asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Time each point's same-bytes copy (`--no-same-bytes-copy`: not).
+    pub same_bytes_copy: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            same_bytes_copy: true,
+        }
+    }
+}
+
+/// A parsed command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Run the sweep.
+    Run(Options),
+    /// Print [`USAGE`].
+    Help,
+}
+
+impl Options {
+    /// Parse the arguments (without the program name); `Err` names the
+    /// first one not understood (a non-UTF-8 one too), with [`USAGE`].
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
+        let mut opts = Options::default();
+        for arg in args {
+            match arg.to_str() {
+                Some("--no-same-bytes-copy") => opts.same_bytes_copy = false,
+                Some("-h" | "--help") => return Ok(Command::Help),
+                _ => {
+                    return Err(format!(
+                        "decode-bench: unknown argument {}\n\n{USAGE}",
+                        arg.to_string_lossy()
+                    ));
+                }
+            }
+        }
+        Ok(Command::Run(opts))
+    }
+}
 
 /// How a schedule fared against the reference.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,6 +147,9 @@ pub struct Row {
     pub groups: usize,
     pub steps: usize,
     pub state_bytes: usize,
+    /// The same-bytes copy of `state_bytes` (`None` where the sizes make
+    /// none).
+    pub same: Option<SameBytes>,
     pub outcome: Outcome,
     pub checked: Option<Checked>,
 }
@@ -94,8 +178,21 @@ impl Row {
             || matches!(self.checked, Some(Checked::Failed(_)))
     }
 
-    /// The markdown table line (see [`HEADER`]).
-    pub fn line(&self, ceiling: Option<f64>) -> String {
+    /// The fastest verified same-bytes copy of the row's bytes in `copies`.
+    pub fn same_copy<'a>(&self, copies: &'a [SameCopyRow]) -> Option<&'a SameCopyRow> {
+        self.same?.fastest(copies)
+    }
+
+    /// The row's state TB/s over its same-bytes copy's in `copies` (the
+    /// copy's µs/step over the row's: the bytes are the same), if both were
+    /// measured.
+    pub fn of_same_copy(&self, copies: &[SameCopyRow]) -> Option<f64> {
+        Some(self.tbps()? / self.same_copy(copies)?.tbps)
+    }
+
+    /// The markdown table line (see [`HEADER`]); `ceiling` is the copy
+    /// ceiling's TB/s, `copies` the same-bytes copies measured so far.
+    pub fn line(&self, ceiling: Option<f64>, copies: &[SameCopyRow]) -> String {
         let checked = match &self.checked {
             Some(Checked::Passed) => "checked".to_string(),
             Some(Checked::Failed(_)) => "**REFERENCE MISMATCH**".to_string(),
@@ -105,13 +202,16 @@ impl Row {
             Outcome::Measured(m) => {
                 let bw = self.tbps().expect("measured");
                 let pct = ceiling.map_or("—".into(), |c| format!("{:.1} %", bw / c * 100.0));
+                let same = self
+                    .of_same_copy(copies)
+                    .map_or("—".into(), |f| format!("{:.1} %", f * 100.0));
                 let bad = if m.bad_outputs > 0 {
                     format!(", **{} BAD OUTPUTS**", m.bad_outputs)
                 } else {
                     String::new()
                 };
                 format!(
-                    "| {} | {} | {} | {:.2} ({:.2}–{:.2}) | {:.3} | {} | {} / {} B / {} B | {}{} |",
+                    "| {} | {} | {} | {:.2} ({:.2}–{:.2}) | {:.3} | {} | {} | {} / {} B / {} B | {}{} |",
                     self.kernel,
                     self.batch,
                     self.schedule,
@@ -120,6 +220,7 @@ impl Row {
                     m.timing.p90_us,
                     bw,
                     pct,
+                    same,
                     m.registers,
                     m.smem_bytes,
                     m.local_bytes,
@@ -128,7 +229,7 @@ impl Row {
                 )
             }
             Outcome::Failed(why) => format!(
-                "| {} | {} | {} | **FAILED**: {} | | | | {} |",
+                "| {} | {} | {} | **FAILED**: {} | | | | | {} |",
                 self.kernel,
                 self.batch,
                 self.schedule,
@@ -136,7 +237,7 @@ impl Row {
                 checked
             ),
             Outcome::Skipped(why) => format!(
-                "| {} | {} | {} | skipped: {} | | | | {} |",
+                "| {} | {} | {} | skipped: {} | | | | | {} |",
                 self.kernel, self.batch, self.schedule, why, checked
             ),
         }
@@ -144,13 +245,16 @@ impl Row {
 }
 
 /// The table header of [`Row::line`].
-pub const HEADER: &str = "| kernel | batch | schedule | µs/step (p10–p90) | state TB/s | of copy | regs / smem / local | checked |\n|---|---:|---|---:|---:|---:|---|---|";
+pub const HEADER: &str = "| kernel | batch | schedule | µs/step (p10–p90) | state TB/s | of copy | of same-bytes copy | regs / smem / local | checked |\n|---|---:|---|---:|---:|---:|---:|---|---|";
 
 /// Everything one run measured.
 pub struct Results {
     pub device: String,
     pub l2_bytes: usize,
     pub copy: Option<CopyCeiling>,
+    /// Every same-bytes copy measurement (each variant of each distinct
+    /// point's bytes); empty with `--no-same-bytes-copy`.
+    pub same_copy: Vec<SameCopyRow>,
     pub rows: Vec<Row>,
     pub seconds: f64,
 }
@@ -161,9 +265,13 @@ impl Results {
         self.copy.as_ref().filter(|c| c.verified).map(|c| c.tbps)
     }
 
-    /// Any faulty row, or an unverified copy.
+    /// Any faulty row, or an unverified copy (the ceiling's or a
+    /// same-bytes copy's variant: a wrong copy is a fault of the compiler
+    /// or the device, like a wrong row).
     pub fn failed(&self) -> bool {
-        self.rows.iter().any(Row::is_bad) || self.copy.as_ref().is_some_and(|c| !c.verified)
+        self.rows.iter().any(Row::is_bad)
+            || self.copy.as_ref().is_some_and(|c| !c.verified)
+            || self.same_copy.iter().any(|c| !c.verified)
     }
 
     /// The report: the ceiling, every row, then the best schedule per
@@ -194,10 +302,27 @@ impl Results {
             }
             None => out += "copy ceiling: not measured\n\n",
         }
+        if !self.same_copy.is_empty() {
+            out += "same-bytes copy: per point, a copy of exactly its state traffic (one slot of state read per request, `T` copies written), its loads before the PDL wait and its stores after, in a graph of the point's steps over its slot-group rotation; the fastest verified copy-step variant (`% of copy`: of the ceiling above):\n\n";
+            out += &markdown_table(&self.same_copy, self.ceiling(), "points", |read, copies| {
+                let mut points: Vec<String> = Vec::new();
+                for r in &self.rows {
+                    let point = format!("{} B{}", r.kernel, r.batch);
+                    if r.same
+                        .is_some_and(|s| s.read_bytes() == read && s.copies() == copies)
+                        && !points.contains(&point)
+                    {
+                        points.push(point);
+                    }
+                }
+                points.join(", ")
+            });
+            out += "\n";
+        }
         out += HEADER;
         out += "\n";
         for r in &self.rows {
-            out += &r.line(self.ceiling());
+            out += &r.line(self.ceiling(), &self.same_copy);
             out += "\n";
         }
         out += &format!(
@@ -225,7 +350,7 @@ impl Results {
                         .map_or("—".into(), |c| format!("{:.1} %", x / c * 100.0))
                 };
                 out += &format!(
-                    "  {k}: {} at {:.3} TB/s = {} of copy (default: {}){}\n",
+                    "  {k}: {} at {:.3} TB/s = {} of copy (default: {}){}{}\n",
                     best.schedule,
                     bw,
                     pct(bw),
@@ -234,7 +359,12 @@ impl Results {
                         Some(c) if bw / c >= 0.85 => ", target met",
                         Some(_) => ", target not met",
                         None => "",
-                    }
+                    },
+                    best.of_same_copy(&self.same_copy)
+                        .map_or(String::new(), |f| format!(
+                            "; {:.1} % of its same-bytes copy",
+                            f * 100.0
+                        ))
                 );
             } else {
                 out += &format!("  {k}: nothing measured and checked\n");
@@ -244,8 +374,9 @@ impl Results {
     }
 }
 
-/// Run the whole sweep on `dev`; rows not started by `deadline` are skipped.
-pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
+/// Run the whole sweep on `dev`; rows (and same-bytes copies) not started
+/// by `deadline` are skipped.
+pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget, opts: &Options) -> Results {
     let start = Instant::now();
     let l2 = dev.l2_cache_bytes().unwrap_or(0);
     let device = dev.describe();
@@ -272,6 +403,7 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
         budget,
         deadline,
         ceiling: copy.as_ref().filter(|c| c.verified).map(|c| c.tbps),
+        same_copies: opts.same_bytes_copy.then(SameCopies::default),
         rows: Vec::new(),
     };
     let gdn = [Gdn::new(4, 8, 1), Gdn::new(4, 8, 4)];
@@ -295,6 +427,7 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget) -> Results {
         device,
         l2_bytes: l2,
         copy,
+        same_copy: sweep.same_copies.map(|c| c.rows).unwrap_or_default(),
         rows: sweep.rows,
         seconds: start.elapsed().as_secs_f64(),
     }
@@ -315,7 +448,8 @@ pub fn best_row<'a>(rows: &'a [Row], kernel: &str) -> Option<&'a Row> {
 }
 
 /// What the points of one run share: the device, the rotation, the timing,
-/// the deadline, the copy ceiling (TB/s, when verified) and the rows so far.
+/// the deadline, the copy ceiling (TB/s, when verified), the same-bytes
+/// copies (`None`: not measured) and the rows so far.
 pub struct Sweep<'a> {
     pub dev: &'a CudaDevice,
     pub plan: Plan,
@@ -323,6 +457,7 @@ pub struct Sweep<'a> {
     /// Rows not started by then are skipped.
     pub deadline: Instant,
     pub ceiling: Option<f64>,
+    pub same_copies: Option<SameCopies>,
     pub rows: Vec<Row>,
 }
 
@@ -347,12 +482,52 @@ impl Sweep<'_> {
 
     /// Measure `schedules` of `family` at `batch` (one workload), each
     /// checked against the reference first; one row each, printed as it is
-    /// done.
+    /// done. Then, once the workload is freed (the copy's groups take as
+    /// much memory again), the point's same-bytes copy.
     pub fn point<F: Family>(&mut self, family: &F, batch: usize, schedules: &[F::Schedule]) {
+        let shape = rotation(&self.plan, family, batch);
+        self.rows_of(family, batch, schedules, shape);
+        self.same_copy(family, batch, shape);
+    }
+
+    /// The same-bytes copy of `family` at `batch` over the point's
+    /// `(groups, steps)`, unless it is not measured, a point of the same
+    /// bytes measured it already, or the deadline has passed.
+    fn same_copy<F: Family>(&mut self, family: &F, batch: usize, shape: (usize, usize)) {
+        let Some(copies) = &mut self.same_copies else {
+            return;
+        };
+        let label = format!("{} B{batch}", family.label());
+        match family.same_bytes(batch) {
+            Err(e) => println!("  {label}: no same-bytes copy: {e}"),
+            Ok(same) if copies.has(&same) => {}
+            Ok(_) if Instant::now() >= self.deadline => {
+                println!("  {label}: same-bytes copy skipped: time limit")
+            }
+            Ok(same) => copies.measure(
+                self.dev,
+                &label,
+                same,
+                shape,
+                self.plan.seed as u32,
+                self.budget,
+                self.ceiling,
+            ),
+        }
+    }
+
+    /// [`Sweep::point`]'s rows, over `(groups, steps)`.
+    fn rows_of<F: Family>(
+        &mut self,
+        family: &F,
+        batch: usize,
+        schedules: &[F::Schedule],
+        (groups, steps): (usize, usize),
+    ) {
         let (dev, plan, budget, deadline) = (self.dev, &self.plan, self.budget, self.deadline);
+        let copies = self.same_copies.as_ref().map_or(&[][..], |c| &c.rows[..]);
         let rows = &mut self.rows;
         let group_bytes = batch * family.tokens() * family.slot_bytes();
-        let (groups, steps) = plan.shape(group_bytes);
         let row = |schedule: &F::Schedule, outcome, checked| Row {
             kernel: family.label(),
             batch,
@@ -360,6 +535,7 @@ impl Sweep<'_> {
             groups,
             steps,
             state_bytes: family.state_bytes(batch),
+            same: family.same_bytes(batch).ok(),
             outcome,
             checked,
         };
@@ -397,7 +573,7 @@ impl Sweep<'_> {
                 };
                 row(s, outcome, Some(checked))
             };
-            println!("{}", r.line(self.ceiling));
+            println!("{}", r.line(self.ceiling, copies));
             if let Some(Checked::Failed(report)) = &r.checked {
                 println!("  reference mismatch of {}:\n{report}", r.schedule);
             }
@@ -411,6 +587,22 @@ mod tests {
     use super::*;
     use gpu::{Measure, Timing};
 
+    fn timing(us: f64, units: usize) -> Timing {
+        Timing {
+            median_us: us,
+            p10_us: us,
+            p90_us: us,
+            replays: 10,
+            units,
+        }
+    }
+
+    /// GDN HK4 HV8 T1's bytes at batch 128 (128 slots of 512 KiB read, one
+    /// copy written: 128 MiB a step).
+    fn same() -> SameBytes {
+        Gdn::new(4, 8, 1).same_bytes(SWEEP_BATCH).unwrap()
+    }
+
     fn row(schedule: &str, us: Option<f64>, checked: Option<Checked>, bad: usize) -> Row {
         Row {
             kernel: "gdn HK4 HV8 T1".into(),
@@ -419,15 +611,10 @@ mod tests {
             groups: 4,
             steps: 32,
             state_bytes: 128 << 20,
+            same: Some(same()),
             outcome: match us {
                 Some(us) => Outcome::Measured(Measure {
-                    timing: Timing {
-                        median_us: us,
-                        p10_us: us,
-                        p90_us: us,
-                        replays: 10,
-                        units: 32,
-                    },
+                    timing: timing(us, 32),
                     registers: 127,
                     smem_bytes: 2080,
                     local_bytes: 0,
@@ -439,6 +626,21 @@ mod tests {
         }
     }
 
+    /// A same-bytes copy variant of [`same`]'s bytes taking `us` a step.
+    fn copy_row(name: &str, us: f64, verified: bool) -> SameCopyRow {
+        SameCopyRow {
+            bytes_per_step: same().bytes_per_step(),
+            copies: 1,
+            name: name.into(),
+            read_bytes: same().read_bytes(),
+            slot_groups: 4,
+            steps_per_graph: 32,
+            tbps: tbps(same().bytes_per_step(), us),
+            timing: timing(us, 32),
+            verified,
+        }
+    }
+
     #[test]
     fn report_picks_the_best_checked_row_against_the_ceiling() {
         let results = Results {
@@ -446,16 +648,13 @@ mod tests {
             l2_bytes: 50 << 20,
             copy: Some(CopyCeiling {
                 bytes_moved: 2 << 30,
-                timing: Timing {
-                    median_us: 500.0,
-                    p10_us: 500.0,
-                    p90_us: 500.0,
-                    replays: 10,
-                    units: 1,
-                },
+                timing: timing(500.0, 1),
                 tbps: 4.0,
                 verified: true,
             }),
+            // The faster variant copied wrongly and does not count; the
+            // other takes 36 µs a step.
+            same_copy: vec![copy_row("fast", 30.0, false), copy_row("ok", 36.0, true)],
             rows: vec![
                 row("l16", Some(40.0), Some(Checked::Passed), 0),
                 // Faster but wrong, unwritten or failed: never the best.
@@ -463,25 +662,60 @@ mod tests {
                 row("l32", Some(20.0), Some(Checked::Passed), 3),
                 row("staged", None, Some(Checked::Passed), 0),
                 row("evict", Some(38.0), Some(Checked::Passed), 0),
+                // No same-bytes copy of its sizes: no column.
+                Row {
+                    same: None,
+                    ..row("late", Some(50.0), Some(Checked::Passed), 0)
+                },
             ],
             seconds: 1.0,
         };
         assert!(results.failed());
         let text = results.markdown();
-        // 128 MiB in 38 µs: 3.532 TB/s, 88.3 % of 4 TB/s.
+        // 128 MiB in 38 µs: 3.532 TB/s, 88.3 % of 4 TB/s; the copy of the
+        // same bytes takes 36 µs: 94.7 % of it.
         assert!(
             text.contains(
-                "gdn HK4 HV8 T1: evict at 3.532 TB/s = 88.3 % of copy (default: 83.9 %), target met"
+                "gdn HK4 HV8 T1: evict at 3.532 TB/s = 88.3 % of copy (default: 83.9 %), target met; 94.7 % of its same-bytes copy"
             ),
             "{text}"
         );
+        assert!(
+            text.contains("| evict | 38.00 (38.00–38.00) | 3.532 | 88.3 % | 94.7 % | 127 / 2080 B / 0 B | checked |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| late | 50.00 (50.00–50.00) | 2.684 | 67.1 % | — | 127"),
+            "{text}"
+        );
+        // The copy's table: its points, 134.2 MB in 36 µs = 3.728 TB/s,
+        // 93.2 % of the ceiling.
+        assert!(
+            text.contains("| gdn HK4 HV8 T1 B128 | 134.2 | 1 | ok | 32 | 4 | 36.00 | 36.00–36.00 | 3.728 | 93.2 |"),
+            "{text}"
+        );
         assert!(text.contains("**REFERENCE MISMATCH**") && text.contains("**3 BAD OUTPUTS**"));
-        assert!(text.contains("| gdn HK4 HV8 T1 | 128 | staged | **FAILED**: boom |"));
+        assert!(
+            text.contains("| gdn HK4 HV8 T1 | 128 | staged | **FAILED**: boom | | | | | checked |")
+        );
         let ok = Results {
             rows: vec![row("l16", Some(40.0), Some(Checked::Passed), 0)],
+            same_copy: vec![copy_row("ok", 36.0, true)],
             ..results
         };
         assert!(!ok.failed());
+        // A wrong same-bytes copy alone fails the run, as a wrong ceiling
+        // copy does.
+        let wrong = Results {
+            same_copy: vec![copy_row("fast", 30.0, false)],
+            ..ok
+        };
+        assert!(wrong.failed());
+        assert!(
+            wrong
+                .markdown()
+                .contains("| 40.00 (40.00–40.00) | 3.355 | 83.9 % | — |")
+        );
     }
 
     #[test]
@@ -497,6 +731,7 @@ mod tests {
             device: "test".into(),
             l2_bytes: 50 << 20,
             copy: None,
+            same_copy: Vec::new(),
             rows: vec![
                 other("a", SWEEP_BATCH),
                 other("b", SWEEP_BATCH),
@@ -511,5 +746,74 @@ mod tests {
         let summary = &text[text.find("best checked").expect("a summary")..];
         assert_eq!(summary.matches("\n  a:").count(), 1, "{summary}");
         assert_eq!(summary.matches("\n  b:").count(), 1, "{summary}");
+        // Nothing measured: no same-bytes table, the column reads "—".
+        assert!(!text.contains("same-bytes copy:"), "{text}");
+        assert!(
+            text.contains("| 3.355 | — | — | 127 / 2080 B / 0 B |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn same_bytes_are_the_state_traffic_the_rows_count() {
+        // The bytes behind "of copy" and "of same-bytes copy" are the same,
+        // at every batch the sweep measures, for both families.
+        let gdn = [Gdn::new(4, 8, 1), Gdn::new(4, 8, 4)];
+        let mamba = Mamba2::new(24, 1);
+        for batch in [SWEEP_BATCH].into_iter().chain(DEFAULT_ONLY_BATCHES) {
+            for g in &gdn {
+                let same = g.same_bytes(batch).unwrap();
+                assert_eq!(same.bytes_per_step(), g.state_bytes(batch));
+                // HV·B pages of 128 × 128 f32 read, T copies written.
+                assert_eq!(same.read_bytes(), 8 * batch * 128 * 128 * 4);
+                assert_eq!(same.copies() as usize, g.tokens());
+            }
+            let same = mamba.same_bytes(batch).unwrap();
+            assert_eq!(same.bytes_per_step(), mamba.state_bytes(batch));
+            // H·B pages of P × N f32 read, one written.
+            assert_eq!(same.read_bytes(), 24 * batch * 64 * 128 * 4);
+            assert_eq!(same.copies(), 1);
+            // Every copy-step variant covers it in whole tiles.
+            for (block, unroll) in kda_host::bench::kernels::COPY_VARIANTS {
+                assert!(same.launch(block, unroll).is_ok());
+                assert!(
+                    gdn[1]
+                        .same_bytes(batch)
+                        .unwrap()
+                        .launch(block, unroll)
+                        .is_ok()
+                );
+            }
+        }
+        assert!(gdn[0].same_bytes(0).is_err());
+    }
+
+    #[test]
+    fn the_command_line_takes_the_copy_flag_and_refuses_the_rest() {
+        let parse = |args: &[&str]| Options::parse(args.iter().map(OsString::from));
+        assert_eq!(parse(&[]), Ok(Command::Run(Options::default())));
+        assert!(Options::default().same_bytes_copy);
+        assert_eq!(
+            parse(&["--no-same-bytes-copy"]),
+            Ok(Command::Run(Options {
+                same_bytes_copy: false
+            }))
+        );
+        assert_eq!(parse(&["--help"]), Ok(Command::Help));
+        assert_eq!(parse(&["-h", "--bogus"]), Ok(Command::Help));
+        assert!(USAGE.contains(&format!(
+            "KDA_SWEEP_SECONDS (default {DEFAULT_SWEEP_SECONDS})"
+        )));
+        let e = parse(&["--no-same-bytes-copy", "--quick"]).unwrap_err();
+        assert!(
+            e.contains("unknown argument --quick") && e.contains("usage:"),
+            "{e}"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt;
+            let e = Options::parse([OsString::from_vec(vec![0xff])]).unwrap_err();
+            assert!(e.contains("unknown argument"), "{e}");
+        }
     }
 }

@@ -29,6 +29,14 @@ pub fn plan_for_l2(l2_bytes: usize) -> Plan {
     }
 }
 
+/// `(groups, steps)` of `family`'s workload at `batch` under `plan`: slot
+/// groups of `B·T` slots of state ([`Plan::shape`]). The point's same-bytes
+/// copy rotates over as many groups (each holding its `T` copies, as many
+/// bytes) in graphs of as many steps.
+pub fn rotation<F: Family>(plan: &Plan, family: &F, batch: usize) -> (usize, usize) {
+    plan.shape(batch * family.tokens() * family.slot_bytes())
+}
+
 fn le_bytes(t: &HostTensor) -> Vec<u8> {
     t.to_contiguous().to_le_bytes()
 }
@@ -68,7 +76,7 @@ impl<F: Family, D: BenchDevice> Workload<F, D> {
     pub fn new(dev: &D, family: &F, batch: usize, plan: &Plan) -> Result<Self, RuntimeError> {
         let t = family.tokens();
         let per_group = batch * t;
-        let (groups, steps) = plan.shape(per_group * family.slot_bytes());
+        let (groups, steps) = rotation(plan, family, batch);
         let num_slots = groups * per_group + 1;
         let b0 = batch.min(GEN_REQUESTS);
         let mut args = family.generate(b0, b0 * t + 1, plan.seed);

@@ -3,18 +3,13 @@
 //! reference of the launch it stands for (that step's slot table over the
 //! state the previous steps left), and touches only its own group's slots.
 
+mod common;
+
+use common::{PLAN, small_mamba2};
 use decode_bench::family::{Family, Gdn, Mamba2};
-use decode_bench::workload::{Plan, Workload};
+use decode_bench::workload::Workload;
 use kda_host::{Actual, HostData, KernelArgs};
 use kda_runtime::{Device, SimDevice};
-
-/// A rotation of three groups, four steps per graph, whatever the size.
-const PLAN: Plan = Plan {
-    rotate_bytes: 0,
-    min_groups: 3,
-    min_steps: 4,
-    seed: 9,
-};
 
 fn written<A: KernelArgs>(args: &A) -> Actual {
     let [output, state, conv] = args.written();
@@ -79,16 +74,7 @@ fn gdn_verify_steps_rotate_over_slot_groups_and_match_the_reference() {
 #[test]
 fn mamba2_steps_past_the_generated_requests_match_the_reference() {
     // 20 requests: the inputs of 16 generated ones, repeated.
-    let cfg = mamba2_decode::Mamba2Config {
-        heads: 2,
-        n_groups: 1,
-        head_dim: 16,
-        d_state: 16,
-        ..mamba2_decode::Mamba2Config::default()
-    }
-    .validated()
-    .unwrap();
-    let family = Mamba2 { cfg };
+    let family = small_mamba2();
     let schedule = mamba2_decode::kernel::Schedule {
         early: true,
         evict: true,

@@ -34,13 +34,15 @@
 pub mod autotune;
 pub mod error;
 pub mod gpu;
-pub mod kernels;
 pub mod options;
 pub mod report;
-pub mod same_copy;
 pub mod schedule;
 pub mod sim;
 pub mod workload;
+
+/// The helper kernels and the same-bytes copy are `kda_host`'s, shared with
+/// `decode-bench`.
+pub use kda_host::bench::{kernels, same_copy};
 
 pub use error::BenchError;
 pub use options::{Options, SweepArgs, product};
@@ -51,10 +53,10 @@ use std::time::Instant;
 use kda_runtime::{CudaDevice, Device, RuntimeError};
 
 use crate::config::KdaConfig;
-use gpu::{Budget, SameCopyRow, copy_ceiling, measure_kda, node_floor, same_bytes_copy, tbps};
+use gpu::{Budget, copy_ceiling, measure_kda, node_floor, tbps};
 use kernels::COPY_VARIANTS;
 use report::{Outcome, Resolved, Results, Row};
-use same_copy::SameBytes;
+use same_copy::SameCopies;
 use workload::Workload;
 
 /// What `bench --help` adds after the flags.
@@ -156,8 +158,7 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
 
     let schedules = opts.schedules();
     let mut rows = Vec::new();
-    let mut same_copy = Vec::new();
-    let mut same_done = Vec::new();
+    let mut same_copy = SameCopies::default();
     for point in opts.points() {
         match opts.sweep.workload(dev, point, l2) {
             Ok((mut workload, check)) => {
@@ -183,73 +184,33 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
             }
         }
         // After the point's workload is freed: the copy's groups take as
-        // much memory again.
+        // much memory again. Points of the same `B·H` and `T` share one.
         if opts.same_bytes_copy() {
-            same_copy.extend(same_copy_of(
-                dev,
-                point,
-                &opts.sweep.plan(l2),
-                &budget,
-                ceiling,
-                &mut same_done,
-            ));
+            let plan = opts.sweep.plan(l2);
+            match point.same_bytes() {
+                Ok(same) => same_copy.measure(
+                    dev,
+                    &point.to_string(),
+                    same,
+                    workload::rotation(&plan, &point),
+                    plan.seed as u32,
+                    &budget,
+                    ceiling,
+                ),
+                Err(e) => println!("  same-bytes copy: {e}"),
+            }
         }
     }
     Ok(Results {
         device: dev.describe(),
         l2_bytes: l2,
         copy,
-        same_copy,
+        same_copy: same_copy.rows,
         floor,
         rows,
         options: opts.to_json(),
         seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-/// The same-bytes copy of `point` ([`same_copy`]), unless `done` already
-/// holds its bytes (points of the same `B·H` and `T` share one); says what
-/// it measured, or why it failed (then no rows).
-fn same_copy_of(
-    dev: &CudaDevice,
-    point: workload::Point,
-    plan: &workload::Plan,
-    budget: &Budget,
-    ceiling: Option<f64>,
-    done: &mut Vec<SameBytes>,
-) -> Vec<SameCopyRow> {
-    let same = match SameBytes::of(&point) {
-        Ok(same) => same,
-        Err(e) => {
-            println!("  same-bytes copy: {e}");
-            return Vec::new();
-        }
-    };
-    if done.contains(&same) {
-        return Vec::new();
-    }
-    done.push(same);
-    let rows = same_bytes_copy(dev, same, plan, &COPY_VARIANTS, budget).unwrap_or_else(|e| {
-        println!("  {point}: same-bytes copy failed: {e}");
-        Vec::new()
-    });
-    for c in &rows {
-        println!(
-            "    same-bytes copy {} ({:.1} MB/step, {} steps over {} groups): {:.2} µs/step, {:.3} TB/s{}{}",
-            c.name,
-            c.bytes_per_step as f64 / 1e6,
-            c.steps_per_graph,
-            c.slot_groups,
-            c.timing.median_us,
-            c.tbps,
-            ceiling.map_or(String::new(), |ceil| format!(
-                "  {:>5.1} % of copy",
-                c.tbps / ceil * 100.0
-            )),
-            if c.verified { "" } else { " (WRONG RESULT)" }
-        );
-    }
-    rows
 }
 
 /// How [`measure_point`] times and reports.
@@ -393,8 +354,9 @@ mod tests {
 
     #[test]
     fn report_renders_targets_and_json() {
-        use gpu::{CopyRow, KdaMeasure, SameCopyRow, Timing};
+        use gpu::{CopyRow, KdaMeasure, Timing};
         use kda_runtime::cuda::KernelResources;
+        use same_copy::SameCopyRow;
         let timing = |us: f64| Timing {
             median_us: us,
             p10_us: us * 0.99,

@@ -9,13 +9,12 @@
 use kda_ir::Scalar;
 use kda_ir::pipeline::{Options, compile, schedule};
 use kda_runtime::{Device, LaunchConfig, SimDevice};
-use kda_split::bench::BenchError;
 use kda_split::bench::kernels::{
     COPY_VARIANTS, copy_kernel, copy_launch, copy_step_kernel, copy_tile, empty_kernel, fill,
     fill_kernel,
 };
 use kda_split::bench::report::Candidate;
-use kda_split::bench::same_copy::{check_copy_step, compare_copies, step_launch};
+use kda_split::bench::same_copy::{CopyMismatch, check_copy_step, compare_copies, step_launch};
 use kda_split::bench::sim::{check_copy, check_same_copy, check_workload};
 use kda_split::bench::workload::Point;
 
@@ -115,7 +114,7 @@ fn copy_step_check_catches_a_missing_copy() {
     )
     .unwrap_err();
     assert!(
-        matches!(e, BenchError::CopyStepMismatch { copy: 2, index: 0, got, .. } if got == 0.0),
+        matches!(e, CopyMismatch { copy: 2, index: 0, got, .. } if got == 0.0),
         "{e}"
     );
     check_copy_step(&dev, &module, block, unroll, 2, floats).unwrap();

@@ -1,5 +1,6 @@
 //! What can go wrong in `kda-split bench` and `bench --sim`.
 
+use kda_host::bench::same_copy::{CopyError, SizeError};
 use kda_runtime::RuntimeError;
 use thiserror::Error;
 
@@ -23,22 +24,14 @@ pub enum BenchError {
         got: f32,
         want: f32,
     },
-    /// The same-bytes copy's step did not write its source into every
-    /// destination region (`copy`: which one).
-    #[error(
-        "{kernel}: copy {copy}, element {index} is {got} after the step, the source holds {want}"
-    )]
-    CopyStepMismatch {
-        kernel: String,
-        copy: usize,
-        index: usize,
-        got: f32,
-        want: f32,
-    },
+    /// The same-bytes copy failed on the device, or its step did not write
+    /// its source into every destination region.
+    #[error(transparent)]
+    SameCopy(#[from] CopyError),
     /// A point's sizes that the same-bytes copy cannot move: an overflow,
     /// more than one launch reads, or nothing at all.
     #[error("{point}: no same-bytes copy of this point: {why}")]
-    SameCopySize { point: Point, why: String },
+    SameCopySize { point: Point, why: SizeError },
     /// `--sim`: the workload's arguments break the kernel's contract.
     #[error("{point} {schedule}: invalid launch: {errors:?}")]
     InvalidLaunch {

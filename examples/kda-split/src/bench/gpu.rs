@@ -1,6 +1,7 @@
-//! Measurements on the GPU: the copy ceiling, the same-bytes copy, the
-//! graph kernel-node floor and KdaSplit steps, each as the median over many
-//! replays of a CUDA graph, timed with events.
+//! Measurements on the GPU: the copy ceiling, the graph kernel-node floor
+//! and KdaSplit steps, each as the median over many replays of a CUDA
+//! graph, timed with events (the same-bytes copy is
+//! [`kda_host::bench::same_copy`]'s, shared with `decode-bench`).
 
 pub use kda_host::bench::{Budget, Timing, tbps};
 use kda_host::bench::{time_driver_copy, time_steps};
@@ -10,12 +11,9 @@ use kda_runtime::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::error::{BenchError, StepMismatch};
-use super::kernels::{
-    copy_kernel, copy_launch, copy_step_kernel, copy_tile, empty_kernel, fill, fill_kernel,
-};
-use super::same_copy::{CopyRotation, SameBytes, check_copy_step};
-use super::workload::{PAGE_BYTES, Plan, Workload};
+use super::error::StepMismatch;
+use super::kernels::{copy_kernel, copy_launch, copy_tile, empty_kernel, fill, fill_kernel};
+use super::workload::Workload;
 use crate::args::KdaArgs;
 use crate::compare::{Actual, compare};
 use crate::config::KdaConfig;
@@ -99,94 +97,6 @@ pub fn copy_ceiling(
         tbps: tbps(moved, timing.median_us),
         verified: dev.download(&check_dst)? == expected,
     });
-    Ok(rows)
-}
-
-/// One same-bytes copy measurement: `copy_step_kernel(block, unroll, T)`
-/// over one point's bytes, PDL-chained in a graph like the point's
-/// KdaSplit steps (fields in the bench file's key order).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SameCopyRow {
-    /// Bytes read + written per step (`R + W`: the point's state traffic).
-    pub bytes_per_step: usize,
-    /// Destination copies per step (`T`).
-    pub copies: u32,
-    pub name: String,
-    /// Bytes read per step (`R = B·H·64 KiB`).
-    pub read_bytes: usize,
-    pub slot_groups: usize,
-    pub steps_per_graph: usize,
-    /// `bytes_per_step` over the median µs per step.
-    pub tbps: f64,
-    /// Per step.
-    pub timing: Timing,
-    /// One small launch (64 pages read) reproduced its source in every
-    /// destination region, and so did step 0 of the timed launch (group 0).
-    pub verified: bool,
-}
-
-/// Pages the same-bytes copy's verification launch reads.
-const CHECK_PAGES: usize = 64;
-
-/// A copy check's result as "copied exactly": a mismatch is `false` (the
-/// row says so), any other error ends the measurement.
-fn copied(check: Result<(), BenchError>) -> Result<bool, BenchError> {
-    match check {
-        Ok(()) => Ok(true),
-        Err(BenchError::CopyStepMismatch { .. }) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// The same-bytes copy of `same` under `plan`: for each `(block, unroll)`
-/// variant, verify one small launch and step 0 of the timed one, then time
-/// a graph of the workload's number of PDL-chained steps, step `s` on group
-/// `s mod groups`. A wrong
-/// copy is a row with `verified: false`; a failure of the device an error.
-pub fn same_bytes_copy(
-    dev: &CudaDevice,
-    same: SameBytes,
-    plan: &Plan,
-    variants: &[(u32, u32)],
-    budget: &Budget,
-) -> Result<Vec<SameCopyRow>, BenchError> {
-    let rotation = CopyRotation::new(dev, same, plan, plan.seed as u32)?;
-    let mut rows = Vec::new();
-    for &(block, unroll) in variants {
-        let kernel = copy_step_kernel(block, unroll, same.copies());
-        let module = dev.load(&kernel)?;
-        let check_floats = CHECK_PAGES * PAGE_BYTES / 4;
-        let small = copied(check_copy_step(
-            dev,
-            &module,
-            block,
-            unroll,
-            same.copies(),
-            check_floats,
-        ))?;
-        let launch = same.launch(block, unroll)?;
-        // One step outside the graph, into poisoned destinations: a fault
-        // surfaces here, named, and the launch the graph times is checked
-        // (group 0 holds T exact copies of its source).
-        rotation.poison(dev, plan.seed as u32)?;
-        rotation.launch(dev, &module, &launch, 0)?;
-        dev.synchronize()?;
-        let verified = small && copied(rotation.check_group(dev, &kernel.name, 0))?;
-        let timing = time_steps(dev, rotation.steps, budget, |d, s| {
-            rotation.launch(d, &module, &launch, s)
-        })?;
-        rows.push(SameCopyRow {
-            bytes_per_step: same.bytes_per_step(),
-            copies: same.copies(),
-            name: kernel.name.clone(),
-            read_bytes: same.read_bytes(),
-            slot_groups: rotation.groups,
-            steps_per_graph: rotation.steps,
-            tbps: tbps(same.bytes_per_step(), timing.median_us),
-            timing,
-            verified,
-        });
-    }
     Ok(rows)
 }
 

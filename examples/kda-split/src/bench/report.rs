@@ -6,8 +6,8 @@ mod json;
 pub use super::schedule::Candidate;
 pub use json::{BenchFile, FloorJson, OptionsJson, ResolvedJson, RowJson, Status, TargetJson};
 
-use super::gpu::{CopyRow, FloorRow, KdaMeasure, SameCopyRow, tbps};
-use super::same_copy::SameBytes;
+use super::gpu::{CopyRow, FloorRow, KdaMeasure, tbps};
+use super::same_copy::{SameCopyRow, markdown_table};
 use super::workload::Point;
 
 /// The schedule a configuration resolves to (defaults applied, every value
@@ -84,17 +84,7 @@ impl Results {
     /// The same-bytes copy of `point`: the fastest verified variant
     /// measured for its bytes.
     pub fn same_copy(&self, point: &Point) -> Option<&SameCopyRow> {
-        let same = SameBytes::of(point).ok()?;
-        self.same_copy_of(same.read_bytes(), same.copies())
-    }
-
-    /// The fastest verified same-bytes copy reading `read` bytes and
-    /// writing `copies` copies.
-    fn same_copy_of(&self, read: usize, copies: u32) -> Option<&SameCopyRow> {
-        self.same_copy
-            .iter()
-            .filter(|c| c.verified && c.read_bytes == read && c.copies == copies)
-            .min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us))
+        point.same_bytes().ok()?.fastest(&self.same_copy)
     }
 
     /// `row`'s state traffic over its point's same-bytes copy's (the copy's
@@ -481,47 +471,18 @@ pub fn markdown(results: &Results) -> String {
 fn same_copy_table(results: &Results, ceiling: Option<f64>) -> String {
     let mut s = String::from("### Same-bytes copy (each point's state traffic, PDL-chained)\n\n");
     s += "Per point: a copy reading `B·H·64 KiB` and writing `T` copies of it (the point's state bytes), its loads before the PDL wait and its stores after, in a graph of the point's steps over its slot-group rotation; the fastest verified copy-step variant. `% of copy`: of the copy ceiling above.\n\n";
-    s += "| points | MB/step (read + written) | T | copy | steps/graph | slot groups | µs/step | p10–p90 | TB/s | % of copy |\n";
-    s += "|---|---:|---:|---|---:|---:|---:|---|---:|---:|\n";
-    let mut keys: Vec<(usize, u32)> = Vec::new();
-    for c in &results.same_copy {
-        if !keys.contains(&(c.read_bytes, c.copies)) {
-            keys.push((c.read_bytes, c.copies));
-        }
-    }
-    for (read, copies) in keys {
+    s += &markdown_table(&results.same_copy, ceiling, "points", |read, copies| {
         let points: Vec<String> = results
             .points()
             .iter()
             .filter(|p| {
-                SameBytes::of(p).is_ok_and(|b| b.read_bytes() == read && b.copies() == copies)
+                p.same_bytes()
+                    .is_ok_and(|b| b.read_bytes() == read && b.copies() == copies)
             })
             .map(Point::to_string)
             .collect();
-        let points = points.join(", ");
-        match results.same_copy_of(read, copies) {
-            Some(c) => {
-                s += &format!(
-                    "| {points} | {:.1} | {copies} | {} | {} | {} | {:.2} | {:.2}–{:.2} | {:.3} | {} |\n",
-                    c.bytes_per_step as f64 / 1e6,
-                    c.name,
-                    c.steps_per_graph,
-                    c.slot_groups,
-                    c.timing.median_us,
-                    c.timing.p10_us,
-                    c.timing.p90_us,
-                    c.tbps,
-                    ceiling.map_or("—".into(), |ceil| format!("{:.1}", c.tbps / ceil * 100.0)),
-                );
-            }
-            None => {
-                s += &format!(
-                    "| {points} | {:.1} | {copies} | NO VERIFIED VARIANT | | | | | | |\n",
-                    read as f64 * (1 + copies as usize) as f64 / 1e6
-                );
-            }
-        }
-    }
+        points.join(", ")
+    });
     s += "\n";
     s
 }

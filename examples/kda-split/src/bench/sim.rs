@@ -10,12 +10,10 @@ use kda_ir::Scalar;
 use kda_runtime::{Device, LaunchConfig, SimDevice};
 
 use super::error::BenchError;
-use super::kernels::{
-    copy_kernel, copy_launch, copy_step_kernel, copy_tile, empty_kernel, fill, fill_kernel,
-};
-use super::same_copy::{CopyRotation, SameBytes, check_copy_step};
+use super::kernels::{copy_kernel, copy_launch, copy_tile, empty_kernel, fill, fill_kernel};
+use super::same_copy::{CopyRotation, check_rotation};
 use super::schedule::Candidate;
-use super::workload::{Plan, Point, Workload};
+use super::workload::{Plan, Point, Workload, rotation};
 use crate::compare::compare;
 use crate::config::KdaConfig;
 use crate::reference::{RawGateOrder, reference};
@@ -53,17 +51,18 @@ pub fn check_copy(dev: &SimDevice, block: u32, unroll: u32, tiles: usize) -> Res
 }
 
 /// The same-bytes copy of `point` on the simulator, for each `(block,
-/// unroll)` of `variants`: one small launch ([`check_copy_step`]), then
-/// `steps` PDL-chained steps over its groups (as many as the point's
-/// workload has under a plan of three groups), each step's destination
-/// checked to hold `T` copies of its source. Returns one line per variant.
+/// unroll)` of `variants` ([`check_rotation`]): one small launch, then
+/// `steps` PDL-chained steps (at least one per group) over its groups (as
+/// many as the point's workload has under a plan of three groups), each
+/// step's destination checked to hold `T` copies of its source. Returns one
+/// line per variant.
 pub fn check_same_copy(
     dev: &SimDevice,
     point: Point,
     variants: &[(u32, u32)],
     steps: usize,
 ) -> Result<Vec<String>> {
-    let same = SameBytes::of(&point)?;
+    let same = point.same_bytes()?;
     let plan = Plan {
         rotate_bytes: point
             .slots_per_group()
@@ -73,29 +72,11 @@ pub fn check_same_copy(
         min_steps: steps,
         seed: 7,
     };
-    let rotation = CopyRotation::new(dev, same, &plan, 7)?;
-    let mut lines = Vec::new();
-    for &(block, unroll) in variants {
-        let kernel = copy_step_kernel(block, unroll, same.copies());
-        let module = dev.load(&kernel)?;
-        let tile = copy_tile(block, unroll) as usize;
-        check_copy_step(dev, &module, block, unroll, same.copies(), 2 * tile)?;
-        // Each variant writes into poisoned destinations: the checks below
-        // see this variant's copies, not the previous one's.
-        rotation.poison(dev, 7)?;
-        let launch = same.launch(block, unroll)?;
-        for step in 0..steps {
-            rotation.launch(dev, &module, &launch, step)?;
-            rotation.check_group(dev, &kernel.name, step % rotation.groups)?;
-        }
-        lines.push(format!(
-            "{point} same-bytes copy {}: {steps} chained steps over {} groups write {} exact copies",
-            kernel.name,
-            rotation.groups,
-            same.copies()
-        ));
-    }
-    Ok(lines)
+    let copies = CopyRotation::new(dev, same, rotation(&plan, &point), 7)?;
+    Ok(check_rotation(dev, &copies, variants)?
+        .into_iter()
+        .map(|line| format!("{point} {line}"))
+        .collect())
 }
 
 /// Run `steps` steps of every `schedules` entry valid at `point` on the

@@ -22,7 +22,9 @@ use crate::config::{HEAD_DIM, KdaConfig};
 use crate::generator::{GenOptions, generate};
 use crate::run::{kernel_for, tensor_args};
 
+use super::error::BenchError;
 use super::kernels::{FILL_MAX, fill, fill_kernel};
+use super::same_copy::SameBytes;
 
 /// Bytes of one state page: one head of one slot, `128 × 128` f32.
 pub const PAGE_BYTES: usize = HEAD_DIM * HEAD_DIM * 4;
@@ -67,6 +69,16 @@ impl Point {
     /// Slots one step uses: `B·T`.
     pub fn slots_per_group(&self) -> usize {
         self.batch as usize * self.tokens as usize
+    }
+
+    /// The same-bytes copy of the point's state traffic: `B·H` pages read,
+    /// `T` copies written, [`Point::state_bytes_per_step`] in all. Fails,
+    /// naming the point, when a size overflows or the source is larger than
+    /// one copy step reads.
+    pub fn same_bytes(&self) -> Result<SameBytes, BenchError> {
+        let pages = (self.batch as usize).saturating_mul(self.heads as usize);
+        SameBytes::new(pages, PAGE_BYTES, self.tokens as usize)
+            .map_err(|why| BenchError::SameCopySize { point: *self, why })
     }
 }
 
@@ -376,4 +388,55 @@ fn bf16s(b: &[u8]) -> Vec<bf16> {
     b.chunks_exact(2)
         .map(|c| bf16::from_le_bytes([c[0], c[1]]))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_bytes_are_the_points_state_traffic() {
+        for p in [
+            Point::new(12, 128, 1),
+            Point::new(12, 64, 4),
+            Point::new(32, 512, 1),
+        ] {
+            let same = p.same_bytes().unwrap();
+            assert_eq!(same.bytes_per_step(), p.state_bytes_per_step(), "{p}");
+            assert_eq!(same.read_bytes(), (p.batch * p.heads) as usize * 65536);
+            assert_eq!(same.copies(), p.tokens);
+            // The copy rotates over the workload's groups: each holds the
+            // `W` bytes of a slot group of state.
+            assert_eq!(
+                same.write_bytes(),
+                p.slots_per_group() * p.slot_bytes(),
+                "{p}"
+            );
+        }
+        // Points of the same B·H and T share a copy.
+        let same = Point::new(12, 128, 1).same_bytes().unwrap();
+        assert_eq!(same, Point::new(6, 256, 1).same_bytes().unwrap());
+        assert_ne!(same, Point::new(6, 256, 2).same_bytes().unwrap());
+    }
+
+    #[test]
+    fn points_past_the_copys_limits_are_errors_naming_them() {
+        // B·H·64 KiB past usize.
+        let e = Point::new(u32::MAX, u32::MAX, 1).same_bytes().unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, BenchError::SameCopySize { .. }), "{msg}");
+        assert!(msg.contains("H4294967295 B4294967295 T1"), "{msg}");
+        // Read fits usize, T copies of it do not.
+        let e = Point::new(1 << 16, 1 << 16, u32::MAX)
+            .same_bytes()
+            .unwrap_err();
+        assert!(e.to_string().contains("written overflow"), "{e}");
+        // Fits usize, but more floats than one launch reads.
+        let e = Point::new(32, 1 << 19, 1).same_bytes().unwrap_err();
+        assert!(e.to_string().contains("reads at most"), "{e}");
+        let e = Point::new(12, 8, 0).same_bytes().unwrap_err();
+        assert!(e.to_string().contains("moves no bytes"), "{e}");
+        // The largest default point fits.
+        assert!(Point::new(32, 512, 4).same_bytes().is_ok());
+    }
 }

@@ -9,7 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::gpu::{CopyRow, SameCopyRow, Timing};
+use crate::bench::gpu::{CopyRow, Timing};
+use crate::bench::same_copy::SameCopyRow;
 use crate::bench::schedule::Candidate;
 use crate::bench::workload::Point;
 use crate::config::Schedule;

@@ -1,11 +1,12 @@
-//! The benchmark's helper kernels, written with the kda-ir builder:
+//! The benchmarks' helper kernels, written with the kda-ir builder (KdaSplit's
+//! bench and `decode-bench` time the same copies with them):
 //!
 //! * [`copy_kernel`]: `dst = src` over f32, 16-byte (`f32x4`) loads and
 //!   stores, `unroll` chunks per thread, one tile of `block · 4 · unroll`
 //!   floats per CTA (the grid covers the tensor exactly): the copy ceiling.
 //! * [`copy_step_kernel`]: the same tiles reading `N` floats and writing
-//!   `T` copies of them, PDL-chained like a KdaSplit step (loads before the
-//!   wait, stores after): the same-bytes copy (`super::same_copy`).
+//!   `T` copies of them, PDL-chained like a decode step (loads before the
+//!   wait, stores after): the same-bytes copy ([`super::same_copy`]).
 //! * [`fill_kernel`]: fills a tensor with hashed pseudo-random values in
 //!   `[-amp, amp)` (f32 or bf16), so state buffers of gigabytes need no host
 //!   copy and are never timed on zeros.
@@ -54,13 +55,15 @@ pub fn copy_kernel(block: u32, unroll: u32) -> Kernel {
 
 /// One step of the same-bytes copy: `dst[c, i] = src[i]` for `i < N` and
 /// each of the `copies` destination regions `c` (`dst` is `copies × N`),
-/// with [`copy_kernel`]'s tiles (launched by `SameBytes::launch`), chained
-/// with PDL the way KdaSplit's steps are: `griddepcontrol.launch_dependents`
-/// at the entry, the (ready) loads before `griddepcontrol.wait`, every store
-/// after it. So step `s + 1` may load its source while step `s` still runs and
-/// writes only once `s` is complete, as KdaSplit's state loads and stores do.
-/// `N` floats read and `copies · N` written: a point's state traffic
-/// (`N = B·H·128·128`, `copies = T`).
+/// with [`copy_kernel`]'s tiles (launched by
+/// [`SameBytes::launch`](super::same_copy::SameBytes::launch)), chained
+/// with PDL the way the decode kernels' steps are (KdaSplit, GDN, Mamba-2):
+/// `griddepcontrol.launch_dependents` at the entry, the (ready) loads before
+/// `griddepcontrol.wait`, every store after it. So step `s + 1` may load its
+/// source while step `s` still runs and writes only once `s` is complete, as
+/// their state loads and stores do. `N` floats read and `copies · N`
+/// written: a point's state traffic (KdaSplit: `N = B·H·128·128`,
+/// `copies = T`).
 pub fn copy_step_kernel(block: u32, unroll: u32, copies: u32) -> Kernel {
     assert!(copies > 0);
     tiled_copy(
