@@ -442,7 +442,13 @@ mod tests {
                 row(12, 8, 1, "default", Some(4.0)),
                 row(12, 8, 4, "default", Some(5.0)),
                 row(12, 8, 4, "e1", None),
-                row(12, 128, 1, "default", Some(50.0)),
+                Row {
+                    resolved: Some(Resolved {
+                        cluster: 2,
+                        ..resolved
+                    }),
+                    ..row(12, 128, 1, "default", Some(50.0))
+                },
             ],
             options: OptionsJson::default(),
             seconds: 1.0,
@@ -491,6 +497,15 @@ mod tests {
             .find(|l| l.starts_with("| H12 B128 T1 | seed"))
             .unwrap();
         assert!(row.ends_with("| 100.7 | 120.0 |"), "{row}");
+        // 96 registers x 160 threads and 4 KiB: 4 CTAs per SM, bound by
+        // registers; at C 2 each reads 64 rows of 512 bytes: 128 KiB.
+        assert!(row.contains("| 96 | 0 | 4 regs | 128 | 32 |"), "{row}");
+        // Without a resolved schedule the columns read "—".
+        let t4_row = md
+            .lines()
+            .find(|l| l.starts_with("| H12 B8 T4 | seed"))
+            .unwrap();
+        assert!(t4_row.contains("| 96 | 0 | — | — | 32 |"), "{t4_row}");
         let t4 = md
             .lines()
             .find(|l| l.starts_with("| H12 B8 T4 | seed"))
@@ -511,6 +526,16 @@ mod tests {
         assert_eq!(doc.same_bytes_copy.len(), 2);
         let b128 = doc.rows.iter().find(|r| r.batch == 128).unwrap();
         assert!((b128.fraction_of_same_bytes_copy.unwrap() - 1.2).abs() < 1e-9);
+        assert_eq!(
+            (b128.ctas_per_sm, b128.state_kib_per_sm),
+            (Some(4), Some(128))
+        );
+        let b8 = doc
+            .rows
+            .iter()
+            .find(|r| r.batch == 8 && r.tokens == 1)
+            .unwrap();
+        assert_eq!((b8.ctas_per_sm, b8.state_kib_per_sm), (None, None));
         assert!(
             doc.rows
                 .iter()
@@ -547,5 +572,6 @@ mod tests {
         // Written again, it gains no field it did not have.
         let row = serde_json::to_value(&doc.rows[0]).unwrap();
         assert!(row.get("fraction_of_same_bytes_copy").is_none());
+        assert!(row.get("ctas_per_sm").is_none() && row.get("state_kib_per_sm").is_none());
     }
 }

@@ -6,6 +6,8 @@ mod json;
 pub use super::schedule::Candidate;
 pub use json::{BenchFile, FloorJson, OptionsJson, ResolvedJson, RowJson, Status, TargetJson};
 
+use kda_ir::occupancy::{Occupancy, ctas_per_sm};
+
 use super::gpu::{CopyRow, FloorRow, KdaMeasure, tbps};
 use super::same_copy::{SameCopyRow, markdown_table};
 use super::workload::Point;
@@ -45,6 +47,24 @@ impl Row {
 
     pub fn us(&self) -> Option<f64> {
         self.good().map(|m| m.timing.median_us)
+    }
+
+    /// CTAs per SM of a measured row, from the registers and shared memory
+    /// the driver reported for its kernel (`kda_ir::occupancy`, sm_90
+    /// limits), and the state rows those CTAs read, in KiB (`CTAs x 128 / C`
+    /// rows of 512 bytes): at T = 1 the rate follows the latter
+    /// (`docs/perf.md`, "Issue 15, fifth session"). `None` unless measured
+    /// with a resolved schedule.
+    pub fn residency(&self) -> Option<(Occupancy, u64)> {
+        let Outcome::Measured(m) = &self.outcome else {
+            return None;
+        };
+        let cluster = u64::from(self.resolved?.cluster.max(1));
+        let res = &m.resources;
+        let shared = res.static_smem_bytes.saturating_add(res.dyn_smem_bytes);
+        let occupancy = ctas_per_sm(crate::kernel::BLOCK, res.registers, shared);
+        let rows = crate::config::HEAD_DIM as u64 / cluster;
+        Some((occupancy, u64::from(occupancy.ctas) * rows * 512 / 1024))
     }
 
     /// The median µs/step of any measurement, outputs written or not (the
@@ -394,8 +414,8 @@ pub fn markdown(results: &Results) -> String {
     }
 
     s += "\n### KdaSplit, every schedule\n\n";
-    s += "| point | schedule | regs | local B | steps/graph | slot groups | µs/step | p10–p90 | state MB/step | state TB/s | % of copy | % of same-bytes copy |\n";
-    s += "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n";
+    s += "| point | schedule | regs | local B | CTAs/SM | state KiB/SM | steps/graph | slot groups | µs/step | p10–p90 | state MB/step | state TB/s | % of copy | % of same-bytes copy |\n";
+    s += "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n";
     for r in &results.rows {
         let head = format!("| {} | {} ", r.point, schedule_text(r));
         match &r.outcome {
@@ -406,10 +426,16 @@ pub fn markdown(results: &Results) -> String {
                 let same = results
                     .same_copy_fraction(r)
                     .map_or("—".into(), |f| format!("{:.1}", f * 100.0));
+                let (ctas, state) =
+                    r.residency().map_or(("—".into(), "—".into()), |(o, kib)| {
+                        (format!("{} {}", o.ctas, o.limiter.name()), kib.to_string())
+                    });
                 s += &format!(
-                    "{head}| {} | {} | {} | {} | {:.2}{} | {:.2}–{:.2} | {:.1} | {:.3} | {} | {} |\n",
+                    "{head}| {} | {} | {} | {} | {} | {} | {:.2}{} | {:.2}–{:.2} | {:.1} | {:.3} | {} | {} |\n",
                     m.resources.registers,
                     m.resources.local_bytes,
+                    ctas,
+                    state,
                     r.steps,
                     r.groups,
                     us,
@@ -428,7 +454,7 @@ pub fn markdown(results: &Results) -> String {
             }
             Outcome::Failed(e) => {
                 s += &format!(
-                    "{head}| | | {} | {} | FAILED: {} | | | | | |\n",
+                    "{head}| | | | | {} | {} | FAILED: {} | | | | | |\n",
                     r.steps,
                     r.groups,
                     e.lines().next().unwrap_or("")
@@ -586,6 +612,10 @@ fn row_json(r: &Row, ceiling: Option<f64>) -> RowJson {
             j.registers = Some(m.resources.registers);
             j.local_bytes = Some(m.resources.local_bytes);
             j.dyn_smem_bytes = Some(m.resources.dyn_smem_bytes);
+            if let Some((o, kib)) = r.residency() {
+                j.ctas_per_sm = Some(o.ctas);
+                j.state_kib_per_sm = Some(kib);
+            }
         }
         Outcome::Skipped(why) => {
             j.status = Some(Status::Skipped);

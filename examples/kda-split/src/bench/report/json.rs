@@ -97,6 +97,11 @@ pub struct RowJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bad_outputs: Option<usize>,
     pub batch: u32,
+    /// Measured rows with a resolved schedule: CTAs per SM by the sm_90
+    /// occupancy calculation from the kernel's registers and shared memory
+    /// (`Row::residency`). Absent otherwise, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctas_per_sm: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dyn_smem_bytes: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,6 +138,9 @@ pub struct RowJson {
     pub slot_groups: usize,
     #[serde(default)]
     pub state_bytes_per_step: usize,
+    /// With `ctas_per_sm`: the state rows those CTAs read, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_kib_per_sm: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_tbps: Option<f64>,
     /// Always written.
