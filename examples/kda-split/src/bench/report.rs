@@ -52,7 +52,8 @@ impl Row {
     /// CTAs per SM of a measured row, from the registers and shared memory
     /// the driver reported for its kernel (`kda_ir::occupancy`, sm_90
     /// limits), and the state rows those CTAs read, in KiB (`CTAs x 128 / C`
-    /// rows of 512 bytes): at T = 1 the rate follows the latter
+    /// rows of 512 bytes): at a T = 1 point the rate follows the latter more
+    /// than the former
     /// (`docs/perf.md`, "Issue 15, fifth session"). `None` unless measured
     /// with a resolved schedule.
     pub fn residency(&self) -> Option<(Occupancy, u64)> {
