@@ -46,6 +46,7 @@ use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
 use kda::dsl::{Elem, Val, bf16};
 use kda::ir::{Kernel, Scalar};
+use kda_ir::occupancy::{Occupancy, ctas_per_sm};
 pub use kda_std::{RequestSlots, conv_silu, request_slots, row_dot, sigmoid};
 
 /// `decay = exp(lower_bound · σ(exp(a_log) · (bf16(raw) + dt_bias)))`.
@@ -612,6 +613,17 @@ impl Default for Dtypes {
 
 /// Threads per CTA: the state role (128) and the gate warp.
 pub const BLOCK: u32 = 160;
+
+/// How many KdaSplit CTAs one SM holds with `registers` per thread and
+/// `shared` bytes of shared memory per CTA (`kda_ir::occupancy`, sm_90
+/// limits), and the state those CTAs read, in KiB: `128 / cluster` value
+/// rows of 512 bytes each. What `info` and the bench's rows print as
+/// `CTAs/SM` and `state/SM`.
+pub fn residency(registers: u32, shared: u32, cluster: u32) -> (Occupancy, u64) {
+    let occupancy = ctas_per_sm(BLOCK, registers, shared);
+    let rows = crate::config::HEAD_DIM as u64 / u64::from(cluster.max(1));
+    (occupancy, u64::from(occupancy.ctas) * rows * 512 / 1024)
+}
 
 /// Trace KdaSplit for one configuration and argument dtypes: `weights` may be
 /// bf16 or f32 (vLLM keeps conv weights in f32); `bias`, `beta`, `gate` and

@@ -6,7 +6,7 @@ mod json;
 pub use super::schedule::Candidate;
 pub use json::{BenchFile, FloorJson, OptionsJson, ResolvedJson, RowJson, Status, TargetJson};
 
-use kda_ir::occupancy::{Occupancy, ctas_per_sm};
+use kda_ir::occupancy::Occupancy;
 
 use super::gpu::{CopyRow, FloorRow, KdaMeasure, tbps};
 use super::same_copy::{SameCopyRow, markdown_table};
@@ -49,23 +49,19 @@ impl Row {
         self.good().map(|m| m.timing.median_us)
     }
 
-    /// CTAs per SM of a measured row, from the registers and shared memory
-    /// the driver reported for its kernel (`kda_ir::occupancy`, sm_90
-    /// limits), and the state rows those CTAs read, in KiB (`CTAs x 128 / C`
-    /// rows of 512 bytes): at a T = 1 point the rate follows the latter more
-    /// than the former
-    /// (`docs/perf.md`, "Issue 15, fifth session"). `None` unless measured
-    /// with a resolved schedule.
+    /// CTAs per SM of a measured row and the state they read
+    /// ([`crate::kernel::residency`]), from the registers and shared memory
+    /// the driver reported for its kernel: at a T = 1 point the rate follows
+    /// the latter more than the former (`docs/perf.md`, "Issue 15, fifth
+    /// session"). `None` unless measured with a resolved schedule.
     pub fn residency(&self) -> Option<(Occupancy, u64)> {
         let Outcome::Measured(m) = &self.outcome else {
             return None;
         };
-        let cluster = u64::from(self.resolved?.cluster.max(1));
+        let cluster = self.resolved?.cluster;
         let res = &m.resources;
         let shared = res.static_smem_bytes.saturating_add(res.dyn_smem_bytes);
-        let occupancy = ctas_per_sm(crate::kernel::BLOCK, res.registers, shared);
-        let rows = crate::config::HEAD_DIM as u64 / cluster;
-        Some((occupancy, u64::from(occupancy.ctas) * rows * 512 / 1024))
+        Some(crate::kernel::residency(res.registers, shared, cluster))
     }
 
     /// The median µs/step of any measurement, outputs written or not (the

@@ -6,11 +6,10 @@
 use std::time::Instant;
 
 use clap::Args;
-use kda_ir::occupancy::ctas_per_sm;
 use kda_ir::pipeline::{self, Options};
 use kda_ir::ptxas::{self, PtxasError};
 use kda_split::KdaConfig;
-use kda_split::kernel::BLOCK;
+use kda_split::kernel::residency;
 
 use super::options::{BiasArgs, Schedule, fmt_duration, label};
 use super::ptx::kernel;
@@ -108,9 +107,7 @@ pub fn info(a: &InfoArgs) -> CliResult {
         let took = start.elapsed();
         spilled += usize::from(report.spills() > 0);
         let shared = report.shared_bytes.saturating_add(compiled.layout.bytes);
-        let occupancy = ctas_per_sm(BLOCK, report.registers, shared);
-        // The state rows each resident CTA reads: rows x 128 f32.
-        let state_kib = u64::from(occupancy.ctas) * u64::from(cfg.rows()) * 512 / 1024;
+        let (occupancy, state_kib) = residency(report.registers, shared, cfg.cluster());
         say!(
             "{:<40} {:>2} {:>5} {:>4} {:>12} {:>6} {:>14} {:>4} {:>10} {:>9} {:>9}{}",
             label(cfg),
