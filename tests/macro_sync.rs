@@ -157,6 +157,7 @@ fn late_release_reaches_the_scheduler() {
             verify_each_pass: true,
             dump: None,
             skip: Vec::new(),
+            probes: false,
         };
         let s = schedule(&k, &opts).unwrap_or_else(|e| panic!("{e}"));
         let text = write_kernel(&s);

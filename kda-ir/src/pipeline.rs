@@ -122,6 +122,9 @@ pub struct Options {
     ///
     /// [`ScheduleHints`]: crate::kernel::ScheduleHints
     pub skip: Vec<String>,
+    /// Emit CTA timeline probes (`ptx::EmitOptions::probes`; default:
+    /// `$KDA_PROBES` set to `1`). Measurement only.
+    pub probes: bool,
 }
 
 impl Default for Options {
@@ -140,6 +143,7 @@ impl Default for Options {
                         .collect()
                 })
                 .unwrap_or_default(),
+            probes: std::env::var("KDA_PROBES").is_ok_and(|v| v == "1"),
         }
     }
 }
@@ -194,6 +198,8 @@ pub struct Compiled {
     /// Where each buffer and mbarrier sits in dynamic shared memory, and how
     /// much to request at launch.
     pub layout: Layout,
+    /// The probe sites, when [`Options::probes`] was on.
+    pub probes: Option<Vec<ptx::ProbeSite>>,
 }
 
 fn dump(opts: &Options, file: String, text: &str) -> Result<(), CompileError> {
@@ -290,7 +296,12 @@ pub fn schedule(k: &Kernel, opts: &Options) -> Result<Kernel, CompileError> {
 /// ```
 pub fn compile(k: &Kernel, opts: &Options) -> Result<Compiled, CompileError> {
     let scheduled = schedule(k, opts)?;
-    let ptx = ptx::emit(&scheduled)?;
+    let ptx::Emitted { ptx, probes } = ptx::emit_with(
+        &scheduled,
+        &ptx::EmitOptions {
+            probes: opts.probes,
+        },
+    )?;
     dump(opts, format!("{}.ptx", scheduled.name), &ptx)?;
     let layout = Layout::try_of(&scheduled).map_err(|e| PtxError {
         loc: crate::loc::Loc::synthetic(),
@@ -300,6 +311,7 @@ pub fn compile(k: &Kernel, opts: &Options) -> Result<Compiled, CompileError> {
         scheduled,
         ptx,
         layout,
+        probes,
     })
 }
 
@@ -413,6 +425,7 @@ mod tests {
             verify_each_pass: true,
             dump: None,
             skip: Vec::new(),
+            probes: false,
         }
     }
 

@@ -31,6 +31,7 @@ fn opts() -> Options {
         verify_each_pass: true,
         dump: None,
         skip: Vec::new(),
+        probes: false,
     }
 }
 

@@ -196,6 +196,7 @@ fn ptx() {
             verify_each_pass: true,
             dump: None,
             skip: Vec::new(),
+            probes: false,
         };
         let ptx = match compile(&k, &opts) {
             Ok(c) => c.ptx,

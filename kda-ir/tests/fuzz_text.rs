@@ -274,6 +274,7 @@ fn run(text: &str) -> Outcome {
         verify_each_pass: true,
         dump: None,
         skip: Vec::new(),
+        probes: false,
     };
     let Ok(s) = schedule(&k, &opts) else {
         return Outcome::Scheduled;

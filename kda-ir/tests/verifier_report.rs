@@ -82,6 +82,7 @@ fn the_pipeline_writes_the_whole_listing_to_the_dump() {
         verify_each_pass: true,
         dump: Some(dir.clone()),
         skip: Vec::new(),
+        probes: false,
     };
     let err = compile(&k, &opts).expect_err("does not verify").to_string();
     let file = dir.join("long.verify-input.ir");

@@ -17,6 +17,7 @@ fn scheduled(cfg: &GdnConfig, s: &Schedule) -> Kernel {
         verify_each_pass: true,
         dump: None,
         skip: Vec::new(),
+        probes: false,
     };
     schedule(&k, &opts).unwrap_or_else(|e| panic!("{e}"))
 }

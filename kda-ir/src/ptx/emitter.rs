@@ -11,6 +11,7 @@ use crate::loc::Loc;
 use crate::op::Op;
 use crate::types::{Scalar, Type};
 
+use super::probe::{self, ProbeSite};
 use super::{Layout, PtxError, annotate};
 
 /// A register class; one `.reg` declaration each.
@@ -107,6 +108,8 @@ pub(super) struct Emitter<'k> {
     /// Barriers remote arrivals reach, whose waits acquire at cluster scope.
     /// See [`Emitter::remote_arrived`].
     pub cluster_acquire: SecondaryMap<Barrier, bool>,
+    /// CTA timeline probes, when the emission records them.
+    pub probes: Option<super::probe::Probes>,
 }
 
 impl<'k> Emitter<'k> {
@@ -128,6 +131,7 @@ impl<'k> Emitter<'k> {
             evict_first: None,
             counts_bytes: Emitter::sends_arrive(k),
             cluster_acquire: Emitter::remote_arrived(k),
+            probes: None,
         }
     }
 
@@ -194,12 +198,32 @@ impl<'k> Emitter<'k> {
         by_count
     }
 
-    pub fn run(mut self) -> Result<String, PtxError> {
+    pub fn run(mut self, probes: bool) -> Result<(String, Option<Vec<ProbeSite>>), PtxError> {
         self.prologue()?;
+        if probes {
+            self.probe_entry();
+        }
         let body = self.k.body;
         self.region(body)?;
+        self.probe_exit();
         self.ret();
-        Ok(self.module())
+        let ptx = self.module();
+        let sites = self.probes.take().map(|p| p.sites);
+        // The record size was fixed from a count of the waits before the
+        // body was lowered; every wait lowered once must have matched it.
+        if let Some(s) = &sites
+            && s.len() != self.probe_count()
+        {
+            return Err(PtxError {
+                loc: Loc::synthetic(),
+                msg: format!(
+                    "probes: {} sites emitted, {} waits counted",
+                    s.len(),
+                    self.probe_count()
+                ),
+            });
+        }
+        Ok((ptx, sites))
     }
 
     /// Registers declared so far, per bank.
@@ -326,6 +350,14 @@ impl<'k> Emitter<'k> {
     }
 
     fn inst(&mut self, i: Inst) -> Result<(), PtxError> {
+        self.lower(i)?;
+        if probe::waits(&self.k.insts[i].op) {
+            self.probe_site(i);
+        }
+        Ok(())
+    }
+
+    fn lower(&mut self, i: Inst) -> Result<(), PtxError> {
         let k = self.k;
         let d = &k.insts[i];
         self.at(i);

@@ -141,6 +141,9 @@ impl Emitter<'_> {
         if self.layout.bytes > 0 {
             let _ = writeln!(w, ".extern .shared .align 128 .b8 {SMEM}[];\n");
         }
+        if self.probes.is_some() {
+            super::probe::declaration(&mut w);
+        }
         let mut params = Vec::new();
         for (t, d) in k.tensors.iter() {
             let align = match d.align.max(d.dtype.bytes()) {

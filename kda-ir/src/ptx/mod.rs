@@ -35,6 +35,7 @@ mod entry;
 mod layout;
 mod math;
 mod memory;
+mod probe;
 mod sync;
 mod warp;
 
@@ -44,6 +45,7 @@ use crate::kernel::Kernel;
 use crate::loc::Loc;
 
 pub use layout::{Layout, LayoutError};
+pub use probe::{HEADER_WORDS, PROBE_SYMBOL, ProbeSite, record_words};
 
 /// The PTX ISA version emitted (`st.async` needs 8.1).
 pub const PTX_VERSION: &str = "8.1";
@@ -69,13 +71,38 @@ impl fmt::Display for PtxError {
 
 impl std::error::Error for PtxError {}
 
+/// How [`emit_with`] lowers a kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EmitOptions {
+    /// Record CTA timeline probes (module `probe`'s buffer format: entry,
+    /// exit and every wait of every warp) into the buffer whose address the
+    /// host writes to [`PROBE_SYMBOL`]. Measurement only: the program's
+    /// results do not change, its registers may.
+    pub probes: bool,
+}
+
+/// A lowered kernel: its PTX, and its probe sites when probes were on.
+#[derive(Clone, Debug)]
+pub struct Emitted {
+    /// The PTX module.
+    pub ptx: String,
+    /// The probed instructions, in site order (`None`: no probes).
+    pub probes: Option<Vec<ProbeSite>>,
+}
+
 /// Lower a verified kernel to PTX text.
 pub fn emit(k: &Kernel) -> Result<String, PtxError> {
+    emit_with(k, &EmitOptions::default()).map(|e| e.ptx)
+}
+
+/// Lower a verified kernel to PTX under `opts`.
+pub fn emit_with(k: &Kernel, opts: &EmitOptions) -> Result<Emitted, PtxError> {
     // The emitter addresses shared memory through the layout: one that
     // overflowed 32 bits would put buffers on top of each other.
     Layout::try_of(k).map_err(|e| PtxError {
         loc: Loc::synthetic(),
         msg: e.to_string(),
     })?;
-    emitter::Emitter::new(k).run()
+    let (ptx, probes) = emitter::Emitter::new(k).run(opts.probes)?;
+    Ok(Emitted { ptx, probes })
 }

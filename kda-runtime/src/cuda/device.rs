@@ -165,7 +165,51 @@ impl CudaDevice {
             kernel: kernel.name.clone(),
             msg: e.to_string(),
         })?;
-        self.load_ptx(kernel, &compiled.ptx, compiled.layout.bytes)
+        let loaded = self.load_ptx(kernel, &compiled.ptx, compiled.layout.bytes)?;
+        match compiled.probes {
+            Some(sites) => loaded.with_probes(sites),
+            None => Ok(loaded),
+        }
+    }
+
+    /// Point the CTA timeline probes of `kernel` (compiled with
+    /// `Options::probes`) at `buf`, or turn them off with `None`: launches
+    /// after this write their records there (the layout is `kda_ir::ptx`'s
+    /// `probe` module's; [`probe_buffer_bytes`] sizes it). Waits for the
+    /// stream first: the address is a module variable, which launches
+    /// already enqueued read too. Every module of the same PTX text shares it.
+    pub fn set_probe_buffer(
+        &self,
+        kernel: &CudaKernel,
+        buf: Option<&CudaBuffer>,
+    ) -> Result<(), RuntimeError> {
+        self.not_capturing("cuMemcpyHtoD")?;
+        let name = kernel.name();
+        if kernel.probe_sites().is_none() {
+            return Err(RuntimeError::Build {
+                kernel: name.to_string(),
+                msg: "the kernel was compiled without probes (pipeline::Options::probes)".into(),
+            });
+        }
+        let addr = match buf {
+            Some(b) if !self.owns(b) => {
+                return Err(RuntimeError::Driver {
+                    call: "cuMemcpyHtoD",
+                    kernel: name.to_string(),
+                    msg: "the probe buffer belongs to another device".into(),
+                });
+            }
+            Some(b) => b.device_ptr(),
+            None => 0,
+        };
+        let symbol = kernel.probe_symbol()?;
+        self.stream
+            .synchronize()
+            .driver("cuStreamSynchronize", name)?;
+        // SAFETY: `symbol` is the 8-byte module variable just looked up in a
+        // loaded module; the host value lives across the synchronous copy.
+        unsafe { sys::cuMemcpyHtoD_v2(symbol, (&raw const addr).cast(), 8).result() }
+            .driver("cuMemcpyHtoD", name)
     }
 
     /// Load a kernel from PTX text instead of compiling it: the text must hold
@@ -575,4 +619,17 @@ impl Device for CudaDevice {
             .check_err()
             .driver("a deferred driver call (free or unload)", NO_KERNEL)
     }
+}
+
+/// Bytes of a probe buffer for a launch of `ctas` CTAs of `kernel`
+/// (`None`: compiled without probes, or the size overflows).
+pub fn probe_buffer_bytes(kernel: &CudaKernel, ctas: u64) -> Option<usize> {
+    let sites = kernel.probe_sites()?.len();
+    let words = kda_ir::ptx::record_words(sites)? as u64;
+    let warps = u64::from(kernel.kernel().launch.block.div_ceil(32));
+    let bytes = ctas
+        .checked_mul(warps)?
+        .checked_mul(words)?
+        .checked_mul(8)?;
+    usize::try_from(bytes).ok()
 }

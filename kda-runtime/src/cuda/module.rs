@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, sys};
 use kda_ir::Kernel;
+use kda_ir::ptx::{PROBE_SYMBOL, ProbeSite};
 
 use super::error::{DriverResult, driver_msg};
 use super::launch::LaunchDims;
@@ -181,6 +182,8 @@ pub struct CudaKernel {
     resources: KernelResources,
     /// Pass the cluster launch attribute (false when the PTX fixes the cluster).
     cluster_attr: bool,
+    /// The probe sites when the PTX records CTA timeline probes.
+    probes: Option<Arc<Vec<ProbeSite>>>,
 }
 
 // SAFETY: a CUfunction is a driver handle usable from any thread; it lives as
@@ -260,7 +263,46 @@ impl CudaKernel {
             kernel: Arc::new(kernel.clone()),
             resources,
             cluster_attr,
+            probes: None,
         })
+    }
+
+    /// Attach the probe sites of a PTX compiled with probes
+    /// (`pipeline::Options::probes`); the text must declare the probe
+    /// buffer's variable.
+    pub(crate) fn with_probes(mut self, sites: Vec<ProbeSite>) -> Result<CudaKernel, RuntimeError> {
+        self.probe_symbol()?;
+        self.probes = Some(Arc::new(sites));
+        Ok(self)
+    }
+
+    /// The probe sites, in the buffer's site order, when the kernel was
+    /// compiled with CTA timeline probes (`kda_ir::ptx` module `probe`).
+    pub fn probe_sites(&self) -> Option<&[ProbeSite]> {
+        self.probes.as_deref().map(Vec::as_slice)
+    }
+
+    /// The device address and size of the module's probe-buffer variable.
+    pub(crate) fn probe_symbol(&self) -> Result<sys::CUdeviceptr, RuntimeError> {
+        let name = self.kernel.name.as_str();
+        let symbol = CString::new(PROBE_SYMBOL).expect("the probe symbol has no NUL byte");
+        self.ctx()
+            .bind_to_thread()
+            .driver("cuCtxSetCurrent", name)?;
+        let (mut ptr, mut bytes) = (0, 0usize);
+        // SAFETY: the module is loaded and `symbol` is NUL-terminated.
+        unsafe {
+            sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.image.module, symbol.as_ptr())
+                .result()
+        }
+        .driver("cuModuleGetGlobal", name)?;
+        if bytes != 8 {
+            return Err(RuntimeError::Build {
+                kernel: name.to_string(),
+                msg: format!("the probe variable `{PROBE_SYMBOL}` has {bytes} bytes, not 8"),
+            });
+        }
+        Ok(ptr)
     }
 
     /// The kernel's name (its PTX entry).
