@@ -3,7 +3,8 @@
 //! of their caches, seeded generators, the comparison with the references'
 //! results, safetensors case files, a runner for any `kda_runtime::Device`,
 //! the benchmarks' graph timing, rotating state, reference kernels and
-//! same-bytes copy ([`mod@bench`]), and test helpers. Nothing here knows a
+//! same-bytes copy ([`mod@bench`]), the analysis of CTA timeline probe
+//! buffers ([`probe`]), and test helpers. Nothing here knows a
 //! particular kernel: each kernel's crate names its arguments (a
 //! [`KernelArgs`] and a [`validate::TensorArg`]) and builds its reference,
 //! checks and generator on top.
@@ -15,6 +16,7 @@ pub mod bench;
 pub mod case;
 pub mod compare;
 pub mod generator;
+pub mod probe;
 pub mod reference;
 pub mod round;
 pub mod run;
