@@ -18,6 +18,7 @@
 
 pub mod kernels;
 pub mod same_copy;
+pub mod trace;
 
 use half::bf16;
 use kda_ir::Kernel;

@@ -26,9 +26,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Words of a record before its sites: header, entry timer / clock, exit
-/// timer / clock.
-pub const HEADER_WORDS: usize = 5;
+/// Words of a record before its sites (header, entry timer / clock, exit
+/// timer / clock): the backend's layout, `kda_ir::ptx::HEADER_WORDS`.
+pub use kda_ir::ptx::HEADER_WORDS;
 
 /// Bit 63 of word 0: the record was written.
 const WRITTEN: u64 = 1 << 63;
@@ -53,7 +53,26 @@ pub struct ProbeLayout {
     pub sites: Vec<ProbeSite>,
 }
 
+impl From<&kda_ir::ptx::ProbeSite> for ProbeSite {
+    fn from(s: &kda_ir::ptx::ProbeSite) -> ProbeSite {
+        ProbeSite {
+            what: s.what.clone(),
+            loc: s.loc.to_string(),
+        }
+    }
+}
+
 impl ProbeLayout {
+    /// The layout of a launch of `ctas` CTAs of `block` threads of a kernel
+    /// whose backend emitted `sites`.
+    pub fn of(sites: &[kda_ir::ptx::ProbeSite], ctas: u64, block: u32) -> ProbeLayout {
+        ProbeLayout {
+            ctas,
+            warps: block.div_ceil(32),
+            sites: sites.iter().map(ProbeSite::from).collect(),
+        }
+    }
+
     /// Words of one warp's record, `5 + S`.
     pub fn record_words(&self) -> Result<usize, ProbeError> {
         HEADER_WORDS

@@ -11,7 +11,7 @@ pub mod tensor;
 pub mod typed;
 
 pub use any::{AnyBuffer, AnyDevice, AnyModule};
-pub use cuda::{CudaBuffer, CudaDevice, CudaKernel, Graph, probe_buffer_bytes};
+pub use cuda::{CudaBuffer, CudaDevice, CudaKernel, Graph};
 pub use error::RuntimeError;
 pub use launch::{Device, LaunchConfig, ScalarArg, TensorShape, bind_syms, check_launch};
 pub use sim::{SimBuffer, SimDevice, SimError, SimOptions};

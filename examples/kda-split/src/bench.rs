@@ -168,6 +168,7 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
                     ceiling,
                     verbose: true,
                     deadline: None,
+                    trace: opts.trace,
                 };
                 rows.extend(measure_point(dev, &mut workload, &schedules, &sweep));
             }
@@ -225,6 +226,9 @@ pub struct Sweep {
     pub verbose: bool,
     /// Schedules not started by then are skipped.
     pub deadline: Option<Instant>,
+    /// After each measured schedule, trace its steps with CTA timeline
+    /// probes and print where its CTAs' time goes ([`gpu::trace_kda`]).
+    pub trace: bool,
 }
 
 /// Measure `schedules` on `workload`'s point (gate mode 0, bias on), in
@@ -279,7 +283,7 @@ fn measure_one(
     sweep: &Sweep,
 ) -> Outcome {
     match measure_kda(dev, workload, cfg, &sweep.budget, sweep.check) {
-        Ok(m) => {
+        Ok(mut m) => {
             if sweep.verbose {
                 let bw = tbps(workload.point.state_bytes_per_step(), m.timing.median_us);
                 println!(
@@ -302,6 +306,19 @@ fn measure_one(
                         Some(Err(report)) => format!("  REFERENCE MISMATCH:\n{report}"),
                     }
                 );
+            }
+            if sweep.trace {
+                match gpu::trace_kda(dev, workload, cfg, &m, &sweep.budget) {
+                    Ok(t) => {
+                        let text = t.render();
+                        println!("      trace of {}:", cand.label);
+                        for line in text.lines() {
+                            println!("        {line}");
+                        }
+                        m.trace = serde_json::to_value(&t).ok();
+                    }
+                    Err(e) => println!("      trace of {} failed: {e}", cand.label),
+                }
             }
             Outcome::Measured(m)
         }
@@ -387,6 +404,7 @@ mod tests {
                     resources: res,
                     bad_outputs: 0,
                     check: None,
+                    trace: None,
                 }),
                 None => Outcome::Failed("boom".into()),
             },

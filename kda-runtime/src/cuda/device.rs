@@ -175,7 +175,7 @@ impl CudaDevice {
     /// Point the CTA timeline probes of `kernel` (compiled with
     /// `Options::probes`) at `buf`, or turn them off with `None`: launches
     /// after this write their records there (the layout is `kda_ir::ptx`'s
-    /// `probe` module's; [`probe_buffer_bytes`] sizes it). Waits for the
+    /// `probe` module's; `kda_host::probe::ProbeLayout::words` sizes it). Waits for the
     /// stream first: the address is a module variable, which launches
     /// already enqueued read too. Every module of the same PTX text shares it.
     pub fn set_probe_buffer(
@@ -619,17 +619,4 @@ impl Device for CudaDevice {
             .check_err()
             .driver("a deferred driver call (free or unload)", NO_KERNEL)
     }
-}
-
-/// Bytes of a probe buffer for a launch of `ctas` CTAs of `kernel`
-/// (`None`: compiled without probes, or the size overflows).
-pub fn probe_buffer_bytes(kernel: &CudaKernel, ctas: u64) -> Option<usize> {
-    let sites = kernel.probe_sites()?.len();
-    let words = kda_ir::ptx::record_words(sites)? as u64;
-    let warps = u64::from(kernel.kernel().launch.block.div_ceil(32));
-    let bytes = ctas
-        .checked_mul(warps)?
-        .checked_mul(words)?
-        .checked_mul(8)?;
-    usize::try_from(bytes).ok()
 }

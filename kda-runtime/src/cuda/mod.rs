@@ -20,7 +20,7 @@ mod graph;
 mod launch;
 mod module;
 
-pub use device::{CudaBuffer, CudaDevice, probe_buffer_bytes};
+pub use device::{CudaBuffer, CudaDevice};
 pub use graph::{Graph, median};
 pub use module::{CudaKernel, KernelResources};
 

@@ -3,6 +3,7 @@
 //! graph, timed with events (the same-bytes copy is
 //! [`kda_host::bench::same_copy`]'s, shared with `decode-bench`).
 
+use kda_host::bench::trace::{TraceError, Traced, trace_steps};
 pub use kda_host::bench::{Budget, Timing, tbps};
 use kda_host::bench::{time_driver_copy, time_steps};
 use kda_ir::Scalar;
@@ -153,6 +154,8 @@ pub struct KdaMeasure {
     pub bad_outputs: usize,
     /// The first step against the float64 reference, if checked.
     pub check: Option<Result<(), StepMismatch>>,
+    /// The traced run (`bench --trace`) as JSON.
+    pub trace: Option<serde_json::Value>,
 }
 
 /// Step 0's results against the reference of its arguments.
@@ -201,5 +204,36 @@ pub fn measure_kda(
         resources: module.resources(),
         bad_outputs: w.bad_outputs(dev)?,
         check,
+        trace: None,
     })
+}
+
+/// `cfg`'s steps on `workload` again, compiled with CTA timeline probes
+/// and held to the registers of the plain build `plain` measured
+/// ([`kda_host::bench::trace::trace_steps`]).
+pub fn trace_kda(
+    dev: &CudaDevice,
+    workload: &Workload<CudaDevice>,
+    cfg: &KdaConfig,
+    plain: &KdaMeasure,
+    budget: &Budget,
+) -> Result<Traced, TraceError> {
+    let (kernel, launch) = workload.kernel(cfg)?;
+    let r = &plain.resources;
+    let (occupancy, _) = crate::kernel::residency(
+        r.registers,
+        r.static_smem_bytes + r.dyn_smem_bytes,
+        cfg.cluster(),
+    );
+    let ctas = launch.grid.iter().map(|&g| u64::from(g)).product();
+    trace_steps(
+        dev,
+        &kernel,
+        r,
+        ctas,
+        workload.steps,
+        budget,
+        Some(occupancy.ctas),
+        |d, module, s| workload.rotation.launch(d, module, &launch, s),
+    )
 }

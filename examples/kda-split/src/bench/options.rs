@@ -90,6 +90,12 @@ pub struct Options {
     /// point's state traffic, the "% of same-bytes copy" column's reference.
     #[arg(long)]
     pub no_same_bytes_copy: bool,
+    /// After each measured schedule, run its steps again compiled with CTA
+    /// timeline probes (every warp's entry, exit and waits, in the chained
+    /// graph) and print where its CTAs' time goes: lifetime, CTAs resident
+    /// per SM, how long a freed slot stays empty, when each wait completes.
+    #[arg(long)]
+    pub trace: bool,
 }
 
 /// Every `(heads, batch, tokens)` of the lists: heads, then tokens, then batch.

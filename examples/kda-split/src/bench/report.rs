@@ -609,6 +609,7 @@ fn row_json(r: &Row, ceiling: Option<f64>) -> RowJson {
             j.registers = Some(m.resources.registers);
             j.local_bytes = Some(m.resources.local_bytes);
             j.dyn_smem_bytes = Some(m.resources.dyn_smem_bytes);
+            j.trace = m.trace.clone();
             if let Some((o, kib)) = r.residency() {
                 j.ctas_per_sm = Some(o.ctas);
                 j.state_kib_per_sm = Some(kib);

@@ -106,6 +106,7 @@ pub fn run(
             ceiling: None,
             verbose: false,
             deadline: Some(Instant::now() + share.mul_f64(0.75)),
+            trace: false,
         };
         let rows = measure_point(dev, &mut workload, &space.candidates, &search);
         let cut = rows
@@ -172,6 +173,7 @@ pub fn run(
             ceiling: None,
             verbose: true,
             deadline: None,
+            trace: false,
         };
         let final_rows = measure_point(dev, &mut workload, &finals, &full);
         drop(workload);

@@ -151,6 +151,10 @@ pub struct RowJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Timing>,
     pub tokens: u32,
+    /// `bench --trace`: the traced run (`kda_host::bench::trace::Traced`:
+    /// the probed build's registers and timing, and the probe report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub us_per_step: Option<f64>,
 }
