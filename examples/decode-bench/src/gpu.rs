@@ -1,6 +1,7 @@
 //! Measurements on the GPU: the driver-copy ceiling and the decode steps,
 //! each the median over replays of a CUDA graph, timed with events.
 
+use kda_host::bench::trace::trace_steps;
 pub use kda_host::bench::{Budget, Timing, tbps};
 use kda_host::bench::{time_driver_copy, time_steps};
 use kda_runtime::{CudaDevice, CudaKernel, Device, RuntimeError};
@@ -62,6 +63,7 @@ pub fn measure<F: Family>(
     workload: &mut Workload<F, CudaDevice>,
     schedule: &F::Schedule,
     budget: &Budget,
+    trace: bool,
 ) -> Result<Measure, String> {
     let (kernel, launch) = workload.kernel(family, schedule)?;
     let module: CudaKernel = dev.load(&kernel).map_err(|e| e.to_string())?;
@@ -82,5 +84,34 @@ pub fn measure<F: Family>(
             bad_outputs: w.bad_outputs(dev)?,
         })
     };
-    run(workload).map_err(|e| e.to_string())
+    let measured = run(workload).map_err(|e| e.to_string())?;
+    if trace {
+        let res = module.resources();
+        let expect = kda_ir::occupancy::ctas_per_sm(
+            kernel.launch.block,
+            res.registers,
+            res.static_smem_bytes + res.dyn_smem_bytes,
+        );
+        let ctas = launch.grid.iter().map(|&g| u64::from(g)).product();
+        let w = &*workload;
+        match trace_steps(
+            dev,
+            &kernel,
+            &res,
+            ctas,
+            w.steps,
+            budget,
+            Some(expect.ctas),
+            |d, m, s| w.rotation.launch(d, m, &launch, s),
+        ) {
+            Ok(t) => {
+                println!("  trace of {}:", kernel.name);
+                for line in t.render().lines() {
+                    println!("    {line}");
+                }
+            }
+            Err(e) => println!("  trace of {} failed: {e}", kernel.name),
+        }
+    }
+    Ok(measured)
 }

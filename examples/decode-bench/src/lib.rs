@@ -70,7 +70,7 @@ pub const DEFAULT_SWEEP_SECONDS: u64 = 90;
 
 /// `decode-bench --help`.
 pub const USAGE: &str = "\
-usage: decode-bench [--no-same-bytes-copy]
+usage: decode-bench [--no-same-bytes-copy] [--trace]
 
 GDN and Mamba-2 decode steps swept over their schedules on the GPU, state
 rotated over >= 4x L2, against the driver copy of 1 GiB (\"of copy\") and, per
@@ -78,6 +78,8 @@ point, a PDL-chained copy of exactly the point's state bytes over the same
 rotation (\"of same-bytes copy\").
 
   --no-same-bytes-copy  skip the same-bytes copies (the column reads —)
+  --trace               after each row (and copy), run its steps again with CTA
+                        timeline probes and print where its CTAs' time goes
   -h, --help            print this text
 
 KDA_SWEEP_SECONDS (default 90): no row or copy starts after that many seconds.
@@ -89,12 +91,16 @@ copy verified; 1 when not; 2 for a bad argument; 4 without a GPU.";
 pub struct Options {
     /// Time each point's same-bytes copy (`--no-same-bytes-copy`: not).
     pub same_bytes_copy: bool,
+    /// Trace each measured row (and same-bytes copy) with CTA timeline
+    /// probes (`--trace`; `kda_host::bench::trace`).
+    pub trace: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             same_bytes_copy: true,
+            trace: false,
         }
     }
 }
@@ -116,6 +122,7 @@ impl Options {
         for arg in args {
             match arg.to_str() {
                 Some("--no-same-bytes-copy") => opts.same_bytes_copy = false,
+                Some("--trace") => opts.trace = true,
                 Some("-h" | "--help") => return Ok(Command::Help),
                 _ => {
                     return Err(format!(
@@ -403,7 +410,8 @@ pub fn run(dev: &CudaDevice, deadline: Instant, budget: &Budget, opts: &Options)
         budget,
         deadline,
         ceiling: copy.as_ref().filter(|c| c.verified).map(|c| c.tbps),
-        same_copies: opts.same_bytes_copy.then(SameCopies::default),
+        same_copies: opts.same_bytes_copy.then(|| SameCopies::new(opts.trace)),
+        trace: opts.trace,
         rows: Vec::new(),
     };
     let gdn = [Gdn::new(4, 8, 1), Gdn::new(4, 8, 4)];
@@ -458,6 +466,8 @@ pub struct Sweep<'a> {
     pub deadline: Instant,
     pub ceiling: Option<f64>,
     pub same_copies: Option<SameCopies>,
+    /// Trace each measured row (`trace` of [`gpu::measure`]).
+    pub trace: bool,
     pub rows: Vec<Row>,
 }
 
@@ -567,7 +577,7 @@ impl Sweep<'_> {
                     Ok(()) => Checked::Passed,
                     Err(e) => Checked::Failed(e),
                 };
-                let outcome = match measure(dev, family, &mut workload, s, budget) {
+                let outcome = match measure(dev, family, &mut workload, s, budget, self.trace) {
                     Ok(m) => Outcome::Measured(m),
                     Err(e) => Outcome::Failed(e),
                 };
@@ -638,6 +648,7 @@ mod tests {
             tbps: tbps(same().bytes_per_step(), us),
             timing: timing(us, 32),
             verified,
+            trace: None,
         }
     }
 
@@ -789,14 +800,22 @@ mod tests {
     }
 
     #[test]
-    fn the_command_line_takes_the_copy_flag_and_refuses_the_rest() {
+    fn the_command_line_takes_its_flags_and_refuses_the_rest() {
         let parse = |args: &[&str]| Options::parse(args.iter().map(OsString::from));
         assert_eq!(parse(&[]), Ok(Command::Run(Options::default())));
         assert!(Options::default().same_bytes_copy);
         assert_eq!(
             parse(&["--no-same-bytes-copy"]),
             Ok(Command::Run(Options {
-                same_bytes_copy: false
+                same_bytes_copy: false,
+                trace: false,
+            }))
+        );
+        assert_eq!(
+            parse(&["--trace", "--no-same-bytes-copy"]),
+            Ok(Command::Run(Options {
+                same_bytes_copy: false,
+                trace: true,
             }))
         );
         assert_eq!(parse(&["--help"]), Ok(Command::Help));

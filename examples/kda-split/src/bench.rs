@@ -158,7 +158,7 @@ pub fn run(dev: &CudaDevice, opts: &Options) -> Result<Results, BenchError> {
 
     let schedules = opts.schedules();
     let mut rows = Vec::new();
-    let mut same_copy = SameCopies::default();
+    let mut same_copy = SameCopies::new(opts.trace);
     for point in opts.points() {
         match opts.sweep.workload(dev, point, l2) {
             Ok((mut workload, check)) => {
@@ -442,6 +442,7 @@ mod tests {
                         tbps: tbps(bytes, us),
                         timing: timing(us),
                         verified,
+                        trace: None,
                     }
                 })
                 .to_vec(),

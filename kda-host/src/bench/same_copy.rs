@@ -433,6 +433,10 @@ pub struct SameCopyRow {
     /// every destination region, and so did step 0 of the timed launch
     /// (group 0).
     pub verified: bool,
+    /// The steps traced with CTA timeline probes ([`super::trace::Traced`]
+    /// as JSON), when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<serde_json::Value>,
 }
 
 impl SameCopyRow {
@@ -543,6 +547,7 @@ pub fn same_bytes_copy(
     seed: u32,
     variants: &[(u32, u32)],
     budget: &Budget,
+    trace: bool,
 ) -> Result<Vec<SameCopyRow>, CopyError> {
     let rotation = CopyRotation::new(dev, same, (groups, steps), seed)?;
     let mut rows = Vec::new();
@@ -568,6 +573,32 @@ pub fn same_bytes_copy(
         let timing = time_steps(dev, rotation.steps, budget, |d, s| {
             rotation.launch(d, &module, &launch, s)
         })?;
+        let traced = trace.then(|| {
+            let ctas = launch.grid.iter().map(|&g| u64::from(g)).product();
+            let traced = super::trace::trace_steps(
+                dev,
+                &kernel,
+                &module.resources(),
+                ctas,
+                rotation.steps,
+                budget,
+                None,
+                |d, m, s| rotation.launch(d, m, &launch, s),
+            );
+            match traced {
+                Ok(t) => {
+                    println!("      trace of {}:", kernel.name);
+                    for line in t.render().lines() {
+                        println!("        {line}");
+                    }
+                    serde_json::to_value(&t).ok()
+                }
+                Err(e) => {
+                    println!("      trace of {} failed: {e}", kernel.name);
+                    None
+                }
+            }
+        });
         rows.push(SameCopyRow {
             bytes_per_step: same.bytes_per_step(),
             copies: same.copies(),
@@ -578,6 +609,7 @@ pub fn same_bytes_copy(
             tbps: tbps(same.bytes_per_step(), timing.median_us),
             timing,
             verified,
+            trace: traced.flatten(),
         });
     }
     Ok(rows)
@@ -590,10 +622,20 @@ pub fn same_bytes_copy(
 pub struct SameCopies {
     /// Every variant measured, in order.
     pub rows: Vec<SameCopyRow>,
+    /// Trace each variant's steps with CTA timeline probes too.
+    pub trace: bool,
     done: Vec<SameBytes>,
 }
 
 impl SameCopies {
+    /// No copy measured yet; `trace`: trace each variant's steps too.
+    pub fn new(trace: bool) -> SameCopies {
+        SameCopies {
+            trace,
+            ..SameCopies::default()
+        }
+    }
+
     /// Measure `same` with every [`COPY_VARIANTS`] entry
     /// ([`same_bytes_copy`]), unless this run already did (or tried);
     /// prints a line per variant, or why it failed (naming the point,
@@ -614,7 +656,15 @@ impl SameCopies {
             return;
         }
         self.done.push(same);
-        match same_bytes_copy(dev, same, rotation, seed, &COPY_VARIANTS, budget) {
+        match same_bytes_copy(
+            dev,
+            same,
+            rotation,
+            seed,
+            &COPY_VARIANTS,
+            budget,
+            self.trace,
+        ) {
             Ok(rows) => {
                 for c in &rows {
                     println!("    {}", c.summary(ceiling));
@@ -753,6 +803,7 @@ mod tests {
                 units: 32,
             },
             verified,
+            trace: None,
         };
         let rows = [
             row("wrong", 1.0, false, 1),

@@ -199,9 +199,10 @@ impl<'k> Emitter<'k> {
     }
 
     pub fn run(mut self, probes: bool) -> Result<(String, Option<Vec<ProbeSite>>), PtxError> {
+        let clocks = probes.then(|| self.probe_clocks());
         self.prologue()?;
-        if probes {
-            self.probe_entry();
+        if let Some(clocks) = clocks {
+            self.probe_entry(clocks);
         }
         let body = self.k.body;
         self.region(body)?;

@@ -85,9 +85,20 @@ fn byte(word: usize) -> usize {
 }
 
 impl Emitter<'_> {
-    /// Compute the record address and write the entry words; called at the
-    /// end of the prologue.
-    pub(super) fn probe_entry(&mut self) {
+    /// The entry timestamps, read before anything else of the kernel (the
+    /// prologue's parameter loads and the probe buffer's address would
+    /// delay them); [`Emitter::probe_entry`] stores them.
+    pub(super) fn probe_clocks(&mut self) -> (Reg, Reg) {
+        let (gt, clk) = (self.new_reg(Bank::B64), self.new_reg(Bank::B64));
+        self.comment("probes: entry timestamps, first");
+        self.ins(format!("mov.u64 {gt}, %globaltimer"));
+        self.ins(format!("mov.u64 {clk}, %clock64"));
+        (gt, clk)
+    }
+
+    /// Compute the record address and write the entry words (`clocks`:
+    /// [`Emitter::probe_clocks`]); called at the end of the prologue.
+    pub(super) fn probe_entry(&mut self, (gt, clk): (Reg, Reg)) {
         self.comment("probes: this warp's record address (0: no buffer, or not lane 0)");
         let addr = self.new_reg(Bank::B64);
         let cta = self.new_reg(Bank::B32);
@@ -97,8 +108,6 @@ impl Emitter<'_> {
         let p = self.new_reg(Bank::Pred);
         let smid = self.new_reg(Bank::B32);
         let wide = self.new_reg(Bank::B64);
-        let clk = self.new_reg(Bank::B64);
-        let gt = self.new_reg(Bank::B64);
         let warps = self.k.launch.block.div_ceil(32);
         self.ins(format!("ld.global.u64 {addr}, [{PROBE_SYMBOL}]"));
         // cta = ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z)
@@ -129,8 +138,6 @@ impl Emitter<'_> {
         let s64 = self.new_reg(Bank::B64);
         self.ins(format!("cvt.u64.u32 {s64}, {smid}"));
         self.ins(format!("or.b64 {s64}, {s64}, {}", 1u64 << 63));
-        self.ins(format!("mov.u64 {gt}, %globaltimer"));
-        self.ins(format!("mov.u64 {clk}, %clock64"));
         self.ins_if(Some(p), format!("st.global.u64 [{addr}], {s64}"));
         self.ins_if(Some(p), format!("st.global.u64 [{addr}+{}], {gt}", byte(1)));
         self.ins_if(

@@ -93,7 +93,8 @@ pub struct Options {
     /// After each measured schedule, run its steps again compiled with CTA
     /// timeline probes (every warp's entry, exit and waits, in the chained
     /// graph) and print where its CTAs' time goes: lifetime, CTAs resident
-    /// per SM, how long a freed slot stays empty, when each wait completes.
+    /// per SM, how long a freed slot stays empty, when each wait completes
+    /// (the same-bytes copy's variants too, for comparison).
     #[arg(long)]
     pub trace: bool,
 }
