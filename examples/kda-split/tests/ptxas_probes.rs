@@ -4,7 +4,6 @@
 //! assembles without spills, and the registers the probes add printed
 //! beside the plain build's (the trace reports both).
 
-use kda_ir::op::Op;
 use kda_ir::pipeline::{Options, compile};
 use kda_ir::ptxas::check_no_spills;
 use kda_split::KdaConfig;
@@ -12,18 +11,7 @@ use kda_split::run::contiguous_kernel;
 
 fn waits(k: &kda_ir::Kernel) -> usize {
     let mut n = 0;
-    k.walk(|i, _| {
-        n += usize::from(matches!(
-            k.insts[i].op,
-            Op::MbarWait { .. }
-                | Op::MbarWaitParity { .. }
-                | Op::ClusterWait
-                | Op::BarSync { .. }
-                | Op::GridDepWait
-                | Op::CpAsyncWait(_)
-                | Op::BulkWait { .. }
-        ))
-    });
+    k.walk(|i, _| n += usize::from(kda_ir::ptx::waits(&k.insts[i].op)));
     n
 }
 

@@ -45,7 +45,7 @@ use crate::kernel::Kernel;
 use crate::loc::Loc;
 
 pub use layout::{Layout, LayoutError};
-pub use probe::{HEADER_WORDS, PROBE_SYMBOL, ProbeSite, record_words};
+pub use probe::{HEADER_WORDS, PROBE_SYMBOL, ProbeSite, record_words, waits};
 
 /// The PTX ISA version emitted (`st.async` needs 8.1).
 pub const PTX_VERSION: &str = "8.1";

@@ -57,8 +57,9 @@ pub struct ProbeSite {
     pub loc: Loc,
 }
 
-/// Whether the emitter records a probe right after `op`.
-pub(super) fn waits(op: &Op) -> bool {
+/// Whether the emitter records a probe right after `op` (the instructions
+/// that wait).
+pub fn waits(op: &Op) -> bool {
     matches!(
         op,
         Op::MbarWait { .. }
