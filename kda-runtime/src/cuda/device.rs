@@ -177,13 +177,15 @@ impl CudaDevice {
     /// after this write their records there (the layout is `kda_ir::ptx`'s
     /// `probe` module's; `kda_host::probe::ProbeLayout::words` sizes it). Waits for the
     /// stream first: the address is a module variable, which launches
-    /// already enqueued read too. Every module of the same PTX text shares it.
+    /// already enqueued read too. The write is ordered on the device's
+    /// stream and waited for, so the next launch sees it. Every module of
+    /// the same PTX text shares it.
     pub fn set_probe_buffer(
         &self,
         kernel: &CudaKernel,
         buf: Option<&CudaBuffer>,
     ) -> Result<(), RuntimeError> {
-        self.not_capturing("cuMemcpyHtoD")?;
+        self.not_capturing("cuMemcpyHtoDAsync")?;
         let name = kernel.name();
         if kernel.probe_sites().is_none() {
             return Err(RuntimeError::Build {
@@ -194,7 +196,7 @@ impl CudaDevice {
         let addr = match buf {
             Some(b) if !self.owns(b) => {
                 return Err(RuntimeError::Driver {
-                    call: "cuMemcpyHtoD",
+                    call: "cuMemcpyHtoDAsync",
                     kernel: name.to_string(),
                     msg: "the probe buffer belongs to another device".into(),
                 });
@@ -206,10 +208,22 @@ impl CudaDevice {
         self.stream
             .synchronize()
             .driver("cuStreamSynchronize", name)?;
+        // On the device's stream, not the synchronous `cuMemcpyHtoD`: that
+        // one runs on the legacy default stream, which the device's
+        // non-blocking stream does not wait for, and from pageable memory it
+        // may return before the 8 bytes land, so the next launch could still
+        // read the old address (or, turning probes off, write into a buffer
+        // about to be freed).
         // SAFETY: `symbol` is the 8-byte module variable just looked up in a
-        // loaded module; the host value lives across the synchronous copy.
-        unsafe { sys::cuMemcpyHtoD_v2(symbol, (&raw const addr).cast(), 8).result() }
-            .driver("cuMemcpyHtoD", name)
+        // loaded module; `addr` lives until the stream has finished the copy.
+        unsafe {
+            sys::cuMemcpyHtoDAsync_v2(symbol, (&raw const addr).cast(), 8, self.stream.cu_stream())
+                .result()
+        }
+        .driver("cuMemcpyHtoDAsync", name)?;
+        self.stream
+            .synchronize()
+            .driver("cuStreamSynchronize", name)
     }
 
     /// Load a kernel from PTX text instead of compiling it: the text must hold
