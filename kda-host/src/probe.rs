@@ -235,8 +235,9 @@ pub struct Residency {
     pub expected: Option<u32>,
     /// `mean / expected` in percent (none without a positive expectation).
     pub of_expected_pct: Option<f64>,
-    /// For each CTA exit followed by an entry on its SM: exit to the next
-    /// entry at or after it.
+    /// For each CTA exit followed by an entry on its SM: exit to the entry
+    /// that refilled its slot (exits in time order, each matched to the
+    /// first entry at or after it that no earlier exit took).
     pub refill: Option<Quantiles>,
     /// Per SM, by SM id.
     pub per_sm: Vec<SmResidency>,
@@ -517,14 +518,26 @@ fn residency(ctas: &[Cta], ghz: f64, expected: Option<u32>) -> Residency {
         });
         at_level.push(time);
 
+        // Exits in time order, each refilled by the first entry at or
+        // after it that no earlier exit took (an entry fills one slot).
         let mut entries: Vec<(u64, usize)> =
             spans.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
         entries.sort_unstable();
-        for (i, &(_, exit)) in spans.iter().enumerate() {
-            let from = entries.partition_point(|&(e, _)| e < exit);
-            if let Some(&(next, _)) = entries[from..].iter().find(|&&(_, j)| j != i) {
-                gaps.push(next - exit);
+        let mut exits: Vec<(u64, usize)> =
+            spans.iter().enumerate().map(|(i, s)| (s.1, i)).collect();
+        exits.sort_unstable();
+        let mut next = 0;
+        for (exit, i) in exits {
+            next = next.max(entries.partition_point(|&(e, _)| e < exit));
+            // A CTA of zero cycles does not refill its own slot.
+            if entries.get(next).is_some_and(|&(_, j)| j == i) {
+                next += 1;
             }
+            let Some(&(entry, _)) = entries.get(next) else {
+                break;
+            };
+            gaps.push(entry - exit);
+            next += 1;
         }
     }
     let max = per_sm.iter().map(|s| s.max).max().unwrap_or(0);
@@ -892,6 +905,25 @@ mod tests {
         // Gaps 0 (SM 5), 50 (0 → 6), 50 (6 → 1), 400 (1 → 2): ranks 1, 2, 4.
         quantiles_are(r.residency.refill, 0.0, 0.05, 0.4, 0.4, 4);
         quantiles_are(Some(r.lifetime), 0.0, 2.9, 7.0, 7.0, 7);
+    }
+
+    #[test]
+    fn an_entry_refills_one_freed_slot() {
+        // SM 0 holds CTAs 0 and 1 from 0 ns; they exit at 100 and 110 ns,
+        // CTAs 2 and 3 enter at 120 and 125 ns: two slots refilled, one
+        // after 20 ns (100 → 120), the other after 15 ns (110 → 125), not
+        // both by the entry at 120 (20 and 10 ns).
+        let mut b = Buf::new(4, 1, &[]);
+        for (c, ns) in [
+            (0, (0, 100)),
+            (1, (0, 110)),
+            (2, (120, 300)),
+            (3, (125, 300)),
+        ] {
+            b.warp(c, 0, 0, ns, &[]);
+        }
+        let r = b.analyse().unwrap().residency;
+        quantiles_are(r.refill, 0.015, 0.015, 0.02, 0.02, 2);
     }
 
     #[test]
