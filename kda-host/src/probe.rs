@@ -641,7 +641,7 @@ impl fmt::Display for ProbeReport {
         let key = |t: &SiteStats| t.offset.map_or(f64::INFINITY, |q| q.median_us);
         order.sort_by(|a, b| key(a).total_cmp(&key(b)).then(a.index.cmp(&b.index)));
         let w = order.iter().map(|t| t.warps.len()).fold(5, usize::max);
-        writeln!(f, "sites (µs from the warp's entry):")?;
+        writeln!(f, "sites (µs from the warp's entry to its last pass):")?;
         let head = ("median", "p10", "p90", "passed", "warps");
         writeln!(
             f,
@@ -862,6 +862,11 @@ mod tests {
             ]
         );
         assert_eq!(lines.len(), 9, "{text}");
+        // A wait in a loop records its last pass, not its first.
+        assert_eq!(
+            lines[4],
+            "sites (µs from the warp's entry to its last pass):"
+        );
         assert_eq!(
             lines[6],
             "     0.05     0.05     0.15      12  w0-1   bar.sync 1  (kernel.rs:10:5)"
