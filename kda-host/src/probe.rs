@@ -150,20 +150,6 @@ pub enum ProbeError {
         /// The exit value.
         exit: u64,
     },
-    /// A warp passed a site before it entered.
-    #[error("CTA {cta} warp {warp}: site {site} passed at clock {at}, before entry clock {entry}")]
-    SiteBeforeEntry {
-        /// The CTA's linear id.
-        cta: u64,
-        /// The warp within the CTA.
-        warp: u32,
-        /// The site index.
-        site: usize,
-        /// The site's clock.
-        at: u64,
-        /// The warp's entry clock.
-        entry: u64,
-    },
     /// Two warps of one CTA report different SMs.
     #[error("CTA {cta}: warp {warp} reports SM {sm} but warp {first_warp} SM {first_sm}")]
     SplitCta {
@@ -256,6 +242,10 @@ pub struct SiteStats {
     pub warps: String,
     /// Offset from each recording warp's entry clock; none if no warp did.
     pub offset: Option<Quantiles>,
+    /// Records whose clock for this site lies outside the warp's own
+    /// lifetime: left by an earlier launch into the same buffer (a branch
+    /// the last launch's warp did not take), not counted in `offset`.
+    pub stale: usize,
 }
 
 /// The analysis of one probe buffer ([`analyse`]).
@@ -355,6 +345,7 @@ pub fn analyse(
     let mut ctas: Vec<Option<Cta>> = Vec::new();
     let mut offsets: Vec<Vec<u64>> = vec![Vec::new(); nsites];
     let mut site_warps: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); nsites];
+    let mut stale = vec![0usize; nsites];
     let mut warps_written = 0u64;
     for (i, rec) in words.chunks_exact(record).enumerate() {
         let (c, warp) = (i / warps, (i % warps) as u32);
@@ -386,14 +377,14 @@ pub fn analyse(
             if at == 0 {
                 continue;
             }
-            let offset = at.checked_sub(clock.0).ok_or(ProbeError::SiteBeforeEntry {
-                cta,
-                warp,
-                site,
-                at,
-                entry: clock.0,
-            })?;
-            offsets[site].push(offset);
+            // Outside this warp's lifetime: an earlier launch's write (every
+            // step writes the same buffer) that this launch did not
+            // overwrite, e.g. a branch this step's CTA skipped.
+            if at < clock.0 || at > clock.1 {
+                stale[site] += 1;
+                continue;
+            }
+            offsets[site].push(at - clock.0);
             site_warps[site].insert(warp);
         }
         warps_written += 1;
@@ -455,6 +446,7 @@ pub fn analyse(
             loc: site.loc.clone(),
             warps: warp_ranges(&site_warps[index]),
             offset: quantiles(std::mem::take(&mut offsets[index]), ghz),
+            stale: stale[index],
         });
     let ctas_recorded = ctas.len() as u64;
     Ok(ProbeReport {
@@ -663,15 +655,18 @@ impl fmt::Display for ProbeReport {
                 Some(file) if !file.is_empty() => write!(f, "  ({file})")?,
                 _ => {}
             }
-            writeln!(
-                f,
-                "{}",
-                if t.offset.is_none() {
-                    "  never passed"
-                } else {
-                    ""
-                }
-            )?;
+            let never = if t.offset.is_none() {
+                "  never passed"
+            } else {
+                ""
+            };
+            match t.stale {
+                0 => writeln!(f, "{never}")?,
+                n => writeln!(
+                    f,
+                    "{never}  ({n} stale records of earlier launches left out)"
+                )?,
+            }
         }
         Ok(())
     }
@@ -845,6 +840,25 @@ mod tests {
         // Site 1: six 100s then six 300s: ranks 2, 6, 11.
         quantiles_are(s[1].offset, 0.05, 0.05, 0.15, 0.15, 12);
         assert_eq!(s[2].offset, None);
+        assert!(s.iter().all(|t| t.stale == 0));
+    }
+
+    #[test]
+    fn clocks_outside_the_lifetime_are_stale_not_offsets() {
+        // Site 2 (never passed) holds an earlier launch's clock in one warp
+        // (before its entry) and a clock past its exit in another: both
+        // left out and counted, the other sites unchanged.
+        let mut b = launch();
+        let (entry, exit) = (b.rec(5, 1)[2], b.rec(3, 0)[4]);
+        b.rec(5, 1)[7] = entry - 1;
+        b.rec(3, 0)[7] = exit + 1;
+        let r = b.analyse().unwrap();
+        assert_eq!((r.sites[2].offset, r.sites[2].stale), (None, 2));
+        quantiles_are(r.sites[0].offset, 0.1, 0.3, 0.6, 0.6, 6);
+        assert!(
+            r.render()
+                .contains("never passed  (2 stale records of earlier launches left out)")
+        );
     }
 
     #[test]
@@ -1028,20 +1042,6 @@ mod tests {
                 warp: 0,
                 word: 7
             }
-        );
-        let e = broken(&|b| b.rec(5, 1)[6] = 1);
-        assert!(
-            matches!(
-                e,
-                ProbeError::SiteBeforeEntry {
-                    cta: 5,
-                    warp: 1,
-                    site: 1,
-                    at: 1,
-                    ..
-                }
-            ),
-            "{e}"
         );
         let e = broken(&|b| {
             for c in 0..6 {
