@@ -226,6 +226,10 @@ done
 # The flagship's main job (on the GPU) and its benchmark sweep.
 step "main-job" "$here/bin/kda-split"
 step "bench-kda-split" "$here/bin/kda-split" bench --json "$out/bench-kda-split.json"
+# Where a CTA's lifetime goes at the main T = 1 and T = 4 points
+# (CTA timeline probes, docs/gpu.md; KDA_STEPS=trace runs them alone).
+step "trace-kda-split" "$here/bin/kda-split" bench --heads 12 --batch 128 --tokens 1 --schedule auto --trace --budget-ms 100 --json "$out/trace-kda-split.json"
+step "trace-kda-split-t4" "$here/bin/kda-split" bench --heads 12 --batch 64 --tokens 4 --schedule auto --trace --budget-ms 100 --json "$out/trace-kda-split-t4.json"
 # pipelined-copy: its check matrix on the GPU, then 1 GiB against the copy ceiling.
 step "main-pipelined-copy" "$here/bin/pipelined-copy"
 step "bench-pipelined-copy" "$here/bin/pipelined-copy" --bench
