@@ -1,7 +1,7 @@
 //! Measurements on the GPU: the driver-copy ceiling and the decode steps,
 //! each the median over replays of a CUDA graph, timed with events.
 
-use kda_host::bench::trace::trace_steps;
+use kda_host::bench::trace::{print_trace, trace_steps};
 pub use kda_host::bench::{Budget, Timing, tbps};
 use kda_host::bench::{time_driver_copy, time_steps};
 use kda_runtime::{CudaDevice, CudaKernel, Device, RuntimeError};
@@ -92,26 +92,18 @@ pub fn measure<F: Family>(
             res.registers,
             res.static_smem_bytes + res.dyn_smem_bytes,
         );
-        let ctas = launch.grid.iter().map(|&g| u64::from(g)).product();
         let w = &*workload;
-        match trace_steps(
+        let traced = trace_steps(
             dev,
             &kernel,
             &res,
-            ctas,
+            launch.grid,
             w.steps,
             budget,
             Some(expect.ctas),
             |d, m, s| w.rotation.launch(d, m, &launch, s),
-        ) {
-            Ok(t) => {
-                println!("  trace of {}:", kernel.name);
-                for line in t.render().lines() {
-                    println!("    {line}");
-                }
-            }
-            Err(e) => println!("  trace of {} failed: {e}", kernel.name),
-        }
+        );
+        print_trace(&kernel.name, 2, traced);
     }
     Ok(measured)
 }

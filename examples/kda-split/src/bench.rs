@@ -50,6 +50,7 @@ pub use schedule::{Candidate, NAMED, ScheduleError, default_schedules, named};
 
 use std::time::Instant;
 
+use kda_host::bench::trace::print_trace;
 use kda_runtime::{CudaDevice, Device, RuntimeError};
 
 use crate::config::KdaConfig;
@@ -308,17 +309,9 @@ fn measure_one(
                 );
             }
             if sweep.trace {
-                match gpu::trace_kda(dev, workload, cfg, &m, &sweep.budget) {
-                    Ok(t) => {
-                        let text = t.render();
-                        println!("      trace of {}:", cand.label);
-                        for line in text.lines() {
-                            println!("        {line}");
-                        }
-                        m.trace = serde_json::to_value(&t).ok();
-                    }
-                    Err(e) => println!("      trace of {} failed: {e}", cand.label),
-                }
+                let traced = gpu::trace_kda(dev, workload, cfg, &m, &sweep.budget);
+                m.trace =
+                    print_trace(&cand.label, 6, traced).and_then(|t| serde_json::to_value(&t).ok());
             }
             Outcome::Measured(m)
         }

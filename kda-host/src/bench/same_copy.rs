@@ -574,30 +574,18 @@ pub fn same_bytes_copy(
             rotation.launch(d, &module, &launch, s)
         })?;
         let traced = trace.then(|| {
-            let ctas = launch.grid.iter().map(|&g| u64::from(g)).product();
             let traced = super::trace::trace_steps(
                 dev,
                 &kernel,
                 &module.resources(),
-                ctas,
+                launch.grid,
                 rotation.steps,
                 budget,
                 None,
                 |d, m, s| rotation.launch(d, m, &launch, s),
             );
-            match traced {
-                Ok(t) => {
-                    println!("      trace of {}:", kernel.name);
-                    for line in t.render().lines() {
-                        println!("        {line}");
-                    }
-                    serde_json::to_value(&t).ok()
-                }
-                Err(e) => {
-                    println!("      trace of {} failed: {e}", kernel.name);
-                    None
-                }
-            }
+            super::trace::print_trace(&kernel.name, 6, traced)
+                .and_then(|t| serde_json::to_value(&t).ok())
         });
         rows.push(SameCopyRow {
             bytes_per_step: same.bytes_per_step(),

@@ -56,7 +56,7 @@ impl Traced {
 }
 
 /// Trace `kernel` (whose plain build is `plain`) over `steps` chained steps
-/// of `ctas` CTAs each: `launch(dev, module, step)` launches step `step` of
+/// of a `grid` of CTAs each: `launch(dev, module, step)` launches step `step` of
 /// the given module, as the timed run does. `expect_ctas_per_sm`: the
 /// residency the occupancy calculation gives, for the report's "of
 /// expected".
@@ -64,12 +64,13 @@ pub fn trace_steps(
     dev: &CudaDevice,
     kernel: &Kernel,
     plain: &KernelResources,
-    ctas: u64,
+    grid: [u32; 3],
     steps: usize,
     budget: &Budget,
     expect_ctas_per_sm: Option<u32>,
     launch: impl Fn(&CudaDevice, &CudaKernel, usize) -> Result<(), RuntimeError>,
 ) -> Result<Traced, TraceError> {
+    let ctas = grid.iter().map(|&g| u64::from(g)).product();
     let mut k = kernel.clone();
     // `.maxnreg` (a multiple of 8 in 24..=248) at the plain count: the
     // probes' registers must not cost residency. A kernel with register
@@ -111,4 +112,27 @@ pub fn trace_steps(
         probed_local_bytes: r.local_bytes,
         report,
     })
+}
+
+/// Print a traced run under its measurement's line (`trace of <label>:`,
+/// then the report, `indent` spaces in), or why it failed; the run, if any.
+pub fn print_trace(
+    label: &str,
+    indent: usize,
+    traced: Result<Traced, TraceError>,
+) -> Option<Traced> {
+    let pad = " ".repeat(indent);
+    match traced {
+        Ok(t) => {
+            println!("{pad}trace of {label}:");
+            for line in t.render().lines() {
+                println!("{pad}  {line}");
+            }
+            Some(t)
+        }
+        Err(e) => {
+            println!("{pad}trace of {label} failed: {e}");
+            None
+        }
+    }
 }

@@ -209,21 +209,7 @@ impl<'k> Emitter<'k> {
         self.probe_exit();
         self.ret();
         let ptx = self.module();
-        let sites = self.probes.take().map(|p| p.sites);
-        // The record size was fixed from a count of the waits before the
-        // body was lowered; every wait lowered once must have matched it.
-        if let Some(s) = &sites
-            && s.len() != self.probe_count()
-        {
-            return Err(PtxError {
-                loc: Loc::synthetic(),
-                msg: format!(
-                    "probes: {} sites emitted, {} waits counted",
-                    s.len(),
-                    self.probe_count()
-                ),
-            });
-        }
+        let sites = self.probes.take().map(|p| p.finish()).transpose()?;
         Ok((ptx, sites))
     }
 

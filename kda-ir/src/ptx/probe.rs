@@ -32,8 +32,8 @@ use crate::entities::Inst;
 use crate::loc::Loc;
 use crate::op::Op;
 
-use super::annotate;
 use super::emitter::{Bank, Emitter, Reg};
+use super::{PtxError, annotate};
 
 /// The module-scope `.global .u64` holding the probe buffer's address.
 pub const PROBE_SYMBOL: &str = "kda_probes";
@@ -77,7 +77,28 @@ pub(super) struct Probes {
     /// This thread's record address (0 unless lane 0 and a buffer is set).
     addr: Reg,
     /// Sites in the order their stores were emitted.
-    pub sites: Vec<ProbeSite>,
+    sites: Vec<ProbeSite>,
+    /// The waits counted before the body was lowered, which fixed the
+    /// record size.
+    expected: usize,
+}
+
+impl Probes {
+    /// The sites, once the body is lowered: every wait lowered once must
+    /// have matched the count the record size was fixed from.
+    pub(super) fn finish(self) -> Result<Vec<ProbeSite>, PtxError> {
+        if self.sites.len() != self.expected {
+            return Err(PtxError {
+                loc: Loc::synthetic(),
+                msg: format!(
+                    "probes: {} sites emitted, {} waits counted",
+                    self.sites.len(),
+                    self.expected
+                ),
+            });
+        }
+        Ok(self.sites)
+    }
 }
 
 /// Word offset of a record field, as a byte offset.
@@ -126,7 +147,8 @@ impl Emitter<'_> {
         let wt = self.new_reg(Bank::B64);
         self.ins(format!("cvt.u64.u32 {wt}, {t}"));
         self.ins(format!("add.u64 {wide}, {wide}, {wt}"));
-        let words = record_words(self.probe_count()).unwrap_or(usize::MAX);
+        let expected = self.probe_count();
+        let words = record_words(expected).unwrap_or(usize::MAX);
         self.ins(format!("mul.lo.u64 {wide}, {wide}, {}", byte(words)));
         self.ins(format!("add.u64 {wide}, {addr}, {wide}"));
         self.ins(format!("mov.u32 {lane}, %laneid"));
@@ -148,6 +170,7 @@ impl Emitter<'_> {
         self.probes = Some(Probes {
             addr,
             sites: Vec::new(),
+            expected,
         });
     }
 
@@ -197,7 +220,7 @@ impl Emitter<'_> {
     /// The number of sites the body will have: every waiting instruction
     /// reached from the body (the record size is fixed before the body is
     /// lowered).
-    pub(super) fn probe_count(&self) -> usize {
+    fn probe_count(&self) -> usize {
         let k = self.k;
         let mut n = 0;
         k.walk(|i, _| n += usize::from(waits(&k.insts[i].op)));

@@ -225,12 +225,11 @@ pub fn trace_kda(
         r.static_smem_bytes + r.dyn_smem_bytes,
         cfg.cluster(),
     );
-    let ctas = launch.grid.iter().map(|&g| u64::from(g)).product();
     trace_steps(
         dev,
         &kernel,
         r,
-        ctas,
+        launch.grid,
         workload.steps,
         budget,
         Some(occupancy.ctas),
