@@ -37,3 +37,52 @@ fn traced_ir_and_ptx_are_available() {
     assert!(files.contains(&"tiny.ptx".to_string()), "{files:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `cluster_policy = ..` is an expression of the comptime parameters, like
+/// every `cluster_kernel` argument.
+#[cluster_kernel(
+    block = 32,
+    cluster = 2,
+    cluster_policy = if balance { ClusterPolicy::LoadBalancing } else { ClusterPolicy::Default }
+)]
+fn paired(
+    #[comptime] balance: bool,
+    #[produced] x: Tensor<f32, rows, 32>,
+    y: Tensor<f32, rows, 32>,
+) {
+    let lane = lane_id();
+    pdl_wait();
+    y[[block_idx(0), lane]] = x[[block_idx(0), lane]] + 1.0;
+}
+
+#[test]
+fn the_cluster_policy_reaches_the_ir_header_and_the_ptx() {
+    use kda::ir::ClusterPolicy;
+    for (balance, policy) in [
+        (true, ClusterPolicy::LoadBalancing),
+        (false, ClusterPolicy::Default),
+    ] {
+        let k = paired(balance);
+        assert_eq!(k.launch.cluster_policy, policy);
+        let ir = kda::ir::write::write_kernel(&k);
+        let header = ir.lines().next().unwrap_or_default();
+        assert_eq!(
+            header.contains("cluster_policy=balance"),
+            balance,
+            "{header}"
+        );
+        let reparsed = kda::ir::parse::parse_kernel(&ir).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reparsed.launch.cluster_policy, policy);
+        let ptx = compile(&k, &Options::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .ptx;
+        assert_eq!(
+            ptx.contains("// cluster scheduling policy: balance"),
+            balance,
+            "{ptx}"
+        );
+        if let Err(e) = kda::ir::ptxas::check_no_spills(&ptx) {
+            panic!("{e}\n(run `bash scripts/provision-ptxas.sh` to install ptxas)");
+        }
+    }
+}

@@ -54,4 +54,6 @@ pub mod prelude {
         fence_proxy_async, fma, fma_ftz, fma_with, grid_dim, ix, lane_id, mma, pack, pdl_trigger,
         pdl_wait, range, select, shfl_bfly, shfl_idx, sync_warp, thread_idx, val, warp_sum,
     };
+    /// For `#[cluster_kernel(cluster_policy = ClusterPolicy::LoadBalancing)]`.
+    pub use kda_ir::ClusterPolicy;
 }

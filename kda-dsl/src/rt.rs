@@ -57,6 +57,7 @@ pub fn launch(block: u32, cluster: u32, min_blocks: Option<u32>) -> LaunchDecl {
         block,
         cluster,
         min_blocks_per_sm: min_blocks,
+        cluster_policy: Default::default(),
     }
 }
 
@@ -70,6 +71,12 @@ pub fn early(flag: bool) {
 /// at the kernel's entry instead of where the program calls `pdl_trigger()`.
 pub fn trigger_at_entry(flag: bool) {
     emit(|b| b.set_trigger_at_entry(flag))
+}
+
+/// `cluster_policy = ..`: the cluster scheduling policy the runtime sets on
+/// the loaded function (`kda_ir::LaunchDecl::cluster_policy`).
+pub fn cluster_policy(policy: kda_ir::ClusterPolicy) {
+    emit(|b| b.set_cluster_policy(policy))
 }
 
 /// `late_release = ..`: ask the scheduler to move each releasing

@@ -161,6 +161,7 @@ pub(crate) fn lend<R>(b: &mut Builder, loc: &Loc, f: impl FnOnce() -> R) -> R {
             block: 0,
             cluster: 0,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     put(std::mem::replace(b, placeholder));

@@ -37,7 +37,12 @@ use crate::types::{Scalar, Type};
 /// use kda_ir::{Access, Builder, CachePolicy, Dim, LaunchDecl, Provenance, Scalar, Type};
 ///
 /// // y[i] = x[i] * x[i], one element per thread of a 64-thread block.
-/// let launch = LaunchDecl { block: 64, cluster: 1, min_blocks_per_sm: None };
+/// let launch = LaunchDecl {
+///     block: 64,
+///     cluster: 1,
+///     min_blocks_per_sm: None,
+///     cluster_policy: Default::default(),
+/// };
 /// let mut b = Builder::new("square", launch);
 /// let (n, unit) = ([Dim::Const(64)], [Dim::Const(1)]);
 /// let x = b.tensor("x", Scalar::F32, &n, &unit, Provenance::Ready, Access::Read);
@@ -83,6 +88,12 @@ impl Builder {
     /// The kernel, as built (unverified).
     pub fn finish(self) -> Kernel {
         self.k
+    }
+
+    /// Choose the cluster scheduling policy
+    /// ([`LaunchDecl::cluster_policy`](crate::kernel::LaunchDecl::cluster_policy)).
+    pub fn set_cluster_policy(&mut self, policy: crate::kernel::ClusterPolicy) {
+        self.k.launch.cluster_policy = policy;
     }
 
     /// Choose the early schedule (see [`crate::kernel::ScheduleHints::early`]).

@@ -183,6 +183,53 @@ pub struct LaunchDecl {
     pub cluster: u32,
     /// `.minnctapersm`, if any.
     pub min_blocks_per_sm: Option<u32>,
+    /// How the GPU's block scheduler places this kernel's clusters (only for
+    /// a cluster of more than one CTA; the verifier rejects anything else).
+    pub cluster_policy: ClusterPolicy,
+}
+
+/// The cluster scheduling policy preference of a kernel with clusters of
+/// more than one CTA (the driver's
+/// `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`). PTX has no
+/// directive for it: the backend names it in a comment above the entry (so
+/// kernels that differ only in it are different modules) and the runtime
+/// sets it on the function when it loads the kernel. It changes where and
+/// when clusters start, never what a kernel computes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ClusterPolicy {
+    /// The driver's default.
+    #[default]
+    Default,
+    /// Spread a launch's clusters over the GPCs.
+    Spread,
+    /// Load balancing: start a cluster where its CTAs' slots free up first.
+    /// Measured on the H200 (docs/perf.md, issue 15 sixth session): it
+    /// halves a cluster of two's refill gap; the step gets faster at some
+    /// points and slower at others, so it is a schedule knob.
+    LoadBalancing,
+}
+
+impl ClusterPolicy {
+    /// The name the IR text and the PTX comment use: `default`, `spread`,
+    /// `balance`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterPolicy::Default => "default",
+            ClusterPolicy::Spread => "spread",
+            ClusterPolicy::LoadBalancing => "balance",
+        }
+    }
+
+    /// The policy [`ClusterPolicy::name`] names.
+    pub fn from_name(name: &str) -> Option<ClusterPolicy> {
+        [
+            ClusterPolicy::Default,
+            ClusterPolicy::Spread,
+            ClusterPolicy::LoadBalancing,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
 }
 
 /// Schedule choices the kernel author (or its configuration) makes and the

@@ -22,7 +22,7 @@ pub mod write;
 
 pub use builder::Builder;
 pub use entities::{Barrier, Buffer, Inst, Region, Role, ScalarParam, Sym, Tensor, Value};
-pub use kernel::{Access, Dim, Kernel, LaunchDecl, Provenance, ScheduleHints};
+pub use kernel::{Access, ClusterPolicy, Dim, Kernel, LaunchDecl, Provenance, ScheduleHints};
 pub use loc::Loc;
 pub use op::{BinOp, CachePolicy, CmpOp, Op, ShflMode, Special, UnOp};
 pub use types::{Scalar, Type};

@@ -337,6 +337,7 @@ mod tests {
                 block: 160,
                 cluster: 2,
                 min_blocks_per_sm: None,
+                cluster_policy: Default::default(),
             },
         );
         b.set_early(early);

@@ -23,6 +23,7 @@ pub fn dsmem_exchange(cluster: u32) -> Kernel {
             block: 64,
             cluster,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let rows = b.sym("rows");

@@ -17,7 +17,7 @@
 use std::fmt::{self, Write};
 
 use crate::entities::{Inst, Region, Value};
-use crate::kernel::{Access, Dim, Kernel, Provenance};
+use crate::kernel::{Access, ClusterPolicy, Dim, Kernel, Provenance};
 use crate::op::Op;
 
 /// Print a kernel.
@@ -71,6 +71,9 @@ fn write_kernel_to(
     }
     if let Some(m) = k.max_regs {
         write!(w, " maxnreg={m}")?;
+    }
+    if k.launch.cluster_policy != ClusterPolicy::Default {
+        write!(w, " cluster_policy={}", k.launch.cluster_policy.name())?;
     }
     if k.schedule.early {
         w.push_str(" early");

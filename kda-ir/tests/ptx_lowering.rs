@@ -18,6 +18,7 @@ fn launch(block: u32, cluster: u32) -> LaunchDecl {
         block,
         cluster,
         min_blocks_per_sm: None,
+        cluster_policy: Default::default(),
     }
 }
 

@@ -78,6 +78,7 @@ fn all_ops_kernel() -> Kernel {
             block: 128,
             cluster: 2,
             min_blocks_per_sm: Some(1),
+            cluster_policy: Default::default(),
         },
     );
     let rows = b.sym("rows");
@@ -547,6 +548,7 @@ fn budget_kernel() -> Kernel {
             block: 256,
             cluster: 1,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     b.set_max_regs(128);

@@ -3,7 +3,7 @@
 
 mod verifier_support;
 
-use kda_ir::{Access, Builder, Dim, LaunchDecl, Provenance, Scalar};
+use kda_ir::{Access, Builder, ClusterPolicy, Dim, LaunchDecl, Provenance, Scalar};
 use verifier_support::*;
 
 fn with_launch(launch: LaunchDecl) -> kda_ir::Kernel {
@@ -16,6 +16,7 @@ fn launch_shape() {
         block,
         cluster,
         min_blocks_per_sm: min,
+        cluster_policy: Default::default(),
     };
     assert_err(
         &with_launch(l(48, 1, None)),
@@ -32,6 +33,27 @@ fn launch_shape() {
         "min_blocks 0; allowed: a positive count of CTAs per SM",
     );
     assert_ok(&with_launch(l(1024, 16, Some(1))));
+}
+
+#[test]
+fn a_cluster_policy_needs_clusters() {
+    let l = |cluster, policy| LaunchDecl {
+        block: 64,
+        cluster,
+        min_blocks_per_sm: None,
+        cluster_policy: policy,
+    };
+    for policy in [ClusterPolicy::Spread, ClusterPolicy::LoadBalancing] {
+        assert_err(
+            &with_launch(l(1, policy)),
+            &format!(
+                "cluster_policy={} without clusters: a scheduling policy places clusters of more than one CTA",
+                policy.name()
+            ),
+        );
+        assert_ok(&with_launch(l(2, policy)));
+    }
+    assert_ok(&with_launch(l(1, ClusterPolicy::Default)));
 }
 
 #[test]
@@ -246,6 +268,7 @@ fn the_wave_hint_is_at_least_one() {
                 block: 32,
                 cluster: 1,
                 min_blocks_per_sm: None,
+                cluster_policy: Default::default(),
             },
         )
         .finish();

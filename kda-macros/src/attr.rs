@@ -10,7 +10,8 @@ use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
 /// `#[cluster_kernel(block = .., cluster = .., min_blocks = .., max_regs = ..,
-/// early = .., trigger_at_entry = .., late_release = .., wave = .., name = "..")]`.
+/// early = .., trigger_at_entry = .., late_release = .., cluster_policy = ..,
+/// wave = .., name = "..")]`.
 /// The values are Rust expressions evaluated when the kernel is traced, so
 /// they may use the `#[comptime]` parameters.
 pub struct Launch {
@@ -25,6 +26,9 @@ pub struct Launch {
     /// Releasing cluster arrives at their latest place
     /// (`kda::ir::ScheduleHints::late_release`).
     pub late_release: Option<Expr>,
+    /// The cluster scheduling policy (`kda::ir::ClusterPolicy`, set by the
+    /// runtime on the loaded function).
+    pub cluster_policy: Option<Expr>,
     /// `.maxnreg`: the registers per thread every warp starts with.
     pub max_regs: Option<Expr>,
     /// Row chains issued together (`kda::ir::ScheduleHints::wave`, applied
@@ -41,6 +45,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
         early: None,
         trigger_at_entry: None,
         late_release: None,
+        cluster_policy: None,
         max_regs: None,
         wave: None,
         name: None,
@@ -66,13 +71,19 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             &mut out.max_regs
         } else if nv.path == WAVE {
             &mut out.wave
-        } else if nv.path == EARLY || nv.path == TRIGGER_AT_ENTRY || nv.path == LATE_RELEASE {
+        } else if nv.path == EARLY
+            || nv.path == TRIGGER_AT_ENTRY
+            || nv.path == LATE_RELEASE
+            || nv.path == CLUSTER_POLICY
+        {
             let hint = if nv.path == EARLY {
                 &mut out.early
             } else if nv.path == TRIGGER_AT_ENTRY {
                 &mut out.trigger_at_entry
-            } else {
+            } else if nv.path == LATE_RELEASE {
                 &mut out.late_release
+            } else {
+                &mut out.cluster_policy
             };
             if hint.is_some() {
                 cx.error_spanned_by(&nv.path, "duplicate `cluster_kernel` argument");
@@ -97,7 +108,7 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             cx.error_spanned_by(
                 &nv.path,
                 format!(
-                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `max_regs`, `early`, `trigger_at_entry`, `late_release`, `wave` or `name`",
+                    "unknown `cluster_kernel` argument `{}`; expected `block`, `cluster`, `min_blocks`, `max_regs`, `early`, `trigger_at_entry`, `late_release`, `cluster_policy`, `wave` or `name`",
                     nv.path.get_ident().map_or_else(|| "?".to_string(), |i| i.to_string())
                 ),
             );

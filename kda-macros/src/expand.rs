@@ -149,6 +149,11 @@ fn expand(k: Kernel) -> TokenStream {
         let rt = rt(span);
         quote_spanned!(span=> #rt::late_release(#e);)
     });
+    let cluster_policy = launch.cluster_policy.as_ref().map(|e| {
+        let span = e.span();
+        let rt = rt(span);
+        quote_spanned!(span=> #rt::cluster_policy(#e);)
+    });
     let wave = launch.wave.as_ref().map(|w| {
         let span = w.span();
         let rt = rt(span);
@@ -311,6 +316,7 @@ fn expand(k: Kernel) -> TokenStream {
             #early
             #trigger_at_entry
             #late_release
+            #cluster_policy
             #wave
             #max_regs
             #(#sym_decls)*

@@ -53,6 +53,7 @@ pub const MIN_BLOCKS: Symbol = Symbol("min_blocks");
 pub const EARLY: Symbol = Symbol("early");
 pub const TRIGGER_AT_ENTRY: Symbol = Symbol("trigger_at_entry");
 pub const LATE_RELEASE: Symbol = Symbol("late_release");
+pub const CLUSTER_POLICY: Symbol = Symbol("cluster_policy");
 pub const MAX_REGS: Symbol = Symbol("max_regs");
 pub const WAVE: Symbol = Symbol("wave");
 pub const NAME: Symbol = Symbol("name");

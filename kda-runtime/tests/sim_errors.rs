@@ -36,6 +36,7 @@ fn exchange(cluster: u32, twist: Twist) -> (Kernel, u32) {
             block: 64,
             cluster,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let rows = b.sym("rows");

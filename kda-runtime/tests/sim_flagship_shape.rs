@@ -20,6 +20,7 @@ fn kernel(cluster: u32, p: u32) -> Kernel {
             block: 160,
             cluster,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let ctas = b.sym("ctas");

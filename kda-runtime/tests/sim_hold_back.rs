@@ -20,6 +20,7 @@ fn kernel(ordered: bool) -> Kernel {
             block: THREADS,
             cluster: 2,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let clusters = b.sym("clusters");

@@ -19,6 +19,7 @@ fn kernel(name: &str, block: u32) -> Builder {
             block,
             cluster: 1,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     )
 }
@@ -614,6 +615,7 @@ fn cluster_barrier_counts_exited_threads() {
             block: 64,
             cluster: 2,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let out_t = vec1(&mut b, "out", Scalar::U32, 4, Access::Write);

@@ -17,6 +17,7 @@ fn budgets(sync_between: bool) -> Kernel {
             block: 384,
             cluster: 1,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let y = b.tensor(

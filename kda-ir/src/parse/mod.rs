@@ -27,7 +27,7 @@ use cranelift_entity::{EntityRef, SecondaryMap};
 use lexer::{Pos, T, Tok, err, lex};
 
 use crate::entities::{Barrier, Buffer, Region, Role, ScalarParam, Sym, Tensor, Value};
-use crate::kernel::{Kernel, LaunchDecl, ValueData, ValueDef};
+use crate::kernel::{ClusterPolicy, Kernel, LaunchDecl, ValueData, ValueDef};
 use crate::loc::Loc;
 use crate::types::{Scalar, Type};
 
@@ -86,6 +86,7 @@ pub fn parse_kernel(text: &str) -> Result<Kernel, ParseError> {
                 block: 0,
                 cluster: 1,
                 min_blocks_per_sm: None,
+                cluster_policy: Default::default(),
             },
         ),
         defined: SecondaryMap::new(),
@@ -480,6 +481,22 @@ impl Parser {
         if self.eat_ident("maxnreg") {
             self.expect('=')?;
             self.k.max_regs = Some(self.u32()?);
+        }
+        if self.eat_ident("cluster_policy") {
+            self.expect('=')?;
+            let named = match self.peek() {
+                Some(T::Ident(s)) => ClusterPolicy::from_name(s),
+                _ => None,
+            };
+            match named {
+                Some(p) => {
+                    self.next()?;
+                    self.k.launch.cluster_policy = p;
+                }
+                None => {
+                    return self.unexpected("a cluster policy (`default`, `spread` or `balance`)");
+                }
+            }
         }
         self.k.schedule.early = self.eat_ident("early");
         self.k.schedule.trigger_at_entry = self.eat_ident("trigger_at_entry");

@@ -38,6 +38,7 @@ fn every_op_round_trips() {
             block: 128,
             cluster: 2,
             min_blocks_per_sm: Some(2),
+            cluster_policy: crate::ClusterPolicy::LoadBalancing,
         },
     );
     let n = b.sym("n");
@@ -139,12 +140,15 @@ fn every_op_round_trips() {
     let k = b.finish();
     let text = write_kernel(&k);
     assert!(
-        text.starts_with("kernel all_ops block=128 cluster=2 min_blocks=2 early {"),
+        text.starts_with(
+            "kernel all_ops block=128 cluster=2 min_blocks=2 cluster_policy=balance early {"
+        ),
         "{text}"
     );
     let back = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(write_kernel(&back), text);
     assert_eq!(back.schedule, k.schedule);
+    assert_eq!(back.launch.cluster_policy, k.launch.cluster_policy);
     assert_eq!(back.tensors[t].name, "x \"quoted\"\n");
 }
 
@@ -225,6 +229,44 @@ fn the_early_flag_follows_the_launch() {
     ] {
         parse_kernel(text).expect_err(text);
     }
+}
+
+#[test]
+fn the_cluster_policy_is_named_after_maxnreg() {
+    for (header, policy) in [
+        (
+            "kernel k block=32 cluster=2 maxnreg=64 cluster_policy=spread early {",
+            crate::ClusterPolicy::Spread,
+        ),
+        (
+            "kernel k block=32 cluster=2 cluster_policy=balance {",
+            crate::ClusterPolicy::LoadBalancing,
+        ),
+    ] {
+        let text = format!("{header}\n}}\n");
+        let k = parse_kernel(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(k.launch.cluster_policy, policy, "{header}");
+        assert_eq!(write_kernel(&k), text);
+    }
+    // `default` parses (and is not written back); other names do not.
+    let k = parse_kernel("kernel k block=32 cluster=2 cluster_policy=default {\n}\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(k.launch.cluster_policy, crate::ClusterPolicy::Default);
+    for text in [
+        "kernel k block=32 cluster=2 cluster_policy=fast {\n}\n",
+        "kernel k block=32 cluster=2 cluster_policy=2 {\n}\n",
+        "kernel k block=32 cluster=2 early cluster_policy=balance {\n}\n",
+    ] {
+        let e = parse_kernel(text).expect_err(text);
+        assert!(!e.to_string().is_empty());
+    }
+    let e = parse_kernel("kernel k block=32 cluster=2 cluster_policy=fast {\n}\n")
+        .expect_err("an unknown policy");
+    assert!(
+        e.to_string()
+            .contains("a cluster policy (`default`, `spread` or `balance`)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -149,6 +149,7 @@ mod tests {
             block: 32,
             cluster: 1,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         }
     }
 

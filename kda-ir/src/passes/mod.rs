@@ -90,6 +90,7 @@ pub(crate) mod test_util {
             block,
             cluster,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         }
     }
 

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::entities::{ScalarParam, Sym, Tensor};
-use crate::kernel::Kernel;
+use crate::kernel::{ClusterPolicy, Kernel};
 use crate::loc::Loc;
 use crate::op::CachePolicy;
 use crate::types::Scalar;
@@ -164,6 +164,16 @@ impl Emitter<'_> {
         }
         for s in k.syms.keys() {
             params.push(format!(".param .u64 {}", sym_param(k, s)));
+        }
+        // PTX has no directive for the cluster scheduling policy: the runtime
+        // sets it on the function; the comment keeps it visible to readers
+        // and makes two kernels that differ only in it different modules.
+        if l.cluster_policy != ClusterPolicy::Default {
+            let _ = writeln!(
+                w,
+                "// cluster scheduling policy: {} (a function attribute the runtime sets at load)",
+                l.cluster_policy.name()
+            );
         }
         let _ = writeln!(w, ".visible .entry {}(", k.name);
         let _ = writeln!(w, "\t{}", params.join(",\n\t"));

@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use super::signature::MAX_TX;
-use crate::kernel::Access;
+use crate::kernel::{Access, ClusterPolicy};
 use crate::loc::Loc;
 use crate::types::Scalar;
 
@@ -42,6 +42,15 @@ fn launch(cx: &mut Ctx) {
         cx.decl_error(
             &here,
             format!("cluster of {} CTAs; allowed: 1 to {MAX_CLUSTER}", l.cluster),
+        );
+    }
+    if l.cluster == 1 && l.cluster_policy != ClusterPolicy::Default {
+        cx.decl_error(
+            &here,
+            format!(
+                "cluster_policy={} without clusters: a scheduling policy places clusters of more than one CTA; allowed with cluster=1: default",
+                l.cluster_policy.name()
+            ),
         );
     }
     if l.min_blocks_per_sm == Some(0) {

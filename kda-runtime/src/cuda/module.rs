@@ -6,8 +6,8 @@ use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, sys};
-use kda_ir::Kernel;
 use kda_ir::ptx::{PROBE_SYMBOL, ProbeSite};
+use kda_ir::{ClusterPolicy, Kernel};
 
 use super::error::{DriverResult, driver_msg};
 use super::launch::LaunchDims;
@@ -237,6 +237,18 @@ impl CudaKernel {
             && (cluster > 1 || get(CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)? != 0);
         if cluster > PORTABLE_CLUSTER {
             set(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
+        }
+        // The cluster scheduling policy (the verifier allows one other than
+        // the default only with clusters of more than one CTA).
+        if cluster > 1 {
+            let policy = match kernel.launch.cluster_policy {
+                ClusterPolicy::Default => None,
+                ClusterPolicy::Spread => Some(1),
+                ClusterPolicy::LoadBalancing => Some(2),
+            };
+            if let Some(p) = policy {
+                set(CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, p)?;
+            }
         }
         if dyn_smem_bytes > DEFAULT_MAX_DYN_SMEM {
             set(

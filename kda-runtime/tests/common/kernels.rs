@@ -25,6 +25,7 @@ pub fn pdl_scale() -> Kernel {
             block: SCALE_BLOCK,
             cluster: 1,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     b.set_early(true);
@@ -79,6 +80,7 @@ pub fn cluster_ids(cluster: u32, ctas: u32) -> Kernel {
             block: 32,
             cluster,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let out = b.tensor(
@@ -117,6 +119,7 @@ pub fn count_launches(cluster: u32, slots: u32) -> Kernel {
             block: 32,
             cluster,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     // Keep the release first and the wait right before the store.
@@ -168,6 +171,7 @@ pub fn bulk_stage(bytes: u32, separate_issuer: bool) -> Kernel {
             block,
             cluster: 1,
             min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
         },
     );
     let ctas = b.sym("ctas");
