@@ -132,7 +132,7 @@ def test_missing_accepted_for_one_token():
         (dict(heads=0), "heads"),
         (dict(heads=1, gate_mode=3), "gate mode"),
         (dict(heads=1, schedule="fast"), "schedule"),
-        (dict(heads=1, schedule=[1]), "3 to 6 entries"),
+        (dict(heads=1, schedule=[1]), "3 to 7 entries"),
         (dict(heads=1, tokens=2, schedule=[2, 0, 0]), "tokens > 1"),
         (dict(heads=1, schedule=[0, 0, 0, 0, 0, 1]), "bulk_store needs tokens > 1"),
     ],

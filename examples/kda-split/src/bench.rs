@@ -409,6 +409,7 @@ mod tests {
             cluster: 8,
             evict: false,
             bulk_store: false,
+            balance: false,
         };
         let results = Results {
             device: "test".into(),

@@ -64,6 +64,14 @@ pub struct Schedule {
     /// (its tile writer); the tuned table's sixth entry where on, which the
     /// autotuner searches at T > 1.
     pub bulk_store: bool,
+    /// The cluster scheduling policy `LoadBalancing` (the kernel's
+    /// `cluster_policy = ..`, set by the runtime on the loaded function):
+    /// the block scheduler starts a cluster where its CTAs' slots free up
+    /// first. Needs clusters of more than one CTA. The tuned table's seventh
+    /// entry where on, which the autotuner searches where the cluster is
+    /// above 1 (docs/perf.md: faster at the T > 1 cluster-4 points from
+    /// B·H ≥ 256, slower at others).
+    pub balance: bool,
 }
 
 /// A validated `KdaSplit` configuration.
@@ -86,7 +94,7 @@ pub enum ConfigError {
     #[error("tokens must be in 1..=8 (one to eight tokens per request); got {tokens}")]
     Tokens { tokens: u32 },
     #[error(
-        "schedule needs 3 to 6 entries (early, lanes, occupancy[, cluster[, evict[, bulk_store]]]); got {len}"
+        "schedule needs 3 to 7 entries (early, lanes, occupancy[, cluster[, evict[, bulk_store[, balance]]]]); got {len}"
     )]
     ScheduleLength { len: usize },
     #[error("gate mode must be 0, 1 or 2; got {mode}")]
@@ -114,6 +122,10 @@ pub enum ConfigError {
     EvictUnstaged,
     #[error("bulk_store needs tokens > 1 (it bulk-stores each token's state rows)")]
     BulkStoreTokens,
+    #[error(
+        "balance needs clusters of more than one CTA (cluster 2, 4 or 8; it is the clusters' scheduling policy); got cluster 1"
+    )]
+    BalanceCluster,
     #[error("heads must be at least 1")]
     NoHeads,
     #[error("batch must be at least 1 (it counts requests)")]
@@ -132,8 +144,9 @@ impl KdaConfig {
     /// `schedule_raw` is `(early, lanes, occupancy[, cluster[, evict]])` exactly as
     /// the seed unpacks `(*schedule, 0, 0)[:5]`: fewer than 3 entries cannot
     /// unpack there. The seed silently drops entries past the fifth; that hides a
-    /// caller's mistake, so it is an error here, except for a sixth, this
-    /// port's own [`Schedule::bulk_store`] (nonzero: on; T > 1 only).
+    /// caller's mistake, so it is an error here, except for a sixth and a
+    /// seventh, this port's own [`Schedule::bulk_store`] (nonzero: on; T > 1
+    /// only) and [`Schedule::balance`] (nonzero: on; cluster > 1 only).
     pub fn new(
         heads: u32,
         batch: u32,
@@ -145,7 +158,7 @@ impl KdaConfig {
         if !(1..=MAX_TOKENS).contains(&tokens) {
             return Err(ConfigError::Tokens { tokens });
         }
-        if !(3..=6).contains(&schedule_raw.len()) {
+        if !(3..=7).contains(&schedule_raw.len()) {
             return Err(ConfigError::ScheduleLength {
                 len: schedule_raw.len(),
             });
@@ -165,6 +178,7 @@ impl KdaConfig {
             // The seed keeps `bool(evict)`: any nonzero value turns it on.
             evict: raw(4) != 0,
             bulk_store: raw(5) != 0,
+            balance: raw(6) != 0,
         };
         let config = Self {
             heads,
@@ -216,6 +230,9 @@ impl KdaConfig {
         }
         if schedule.bulk_store && tokens == 1 {
             return Err(ConfigError::BulkStoreTokens);
+        }
+        if schedule.balance && cluster == 1 {
+            return Err(ConfigError::BalanceCluster);
         }
         Ok(config)
     }
@@ -306,6 +323,15 @@ impl KdaConfig {
     pub fn bulk_store(&self) -> bool {
         self.schedule.bulk_store
     }
+
+    /// The clusters' scheduling policy ([`Schedule::balance`]).
+    pub fn cluster_policy(&self) -> kda::ir::ClusterPolicy {
+        if self.schedule.balance {
+            kda::ir::ClusterPolicy::LoadBalancing
+        } else {
+            kda::ir::ClusterPolicy::Default
+        }
+    }
 }
 
 #[cfg(test)]
@@ -383,17 +409,40 @@ mod tests {
     }
 
     #[test]
-    fn schedule_needs_3_to_6_entries() {
+    fn schedule_needs_3_to_7_entries() {
         assert_eq!(
             err(8, 1, 0, &[0, 0], 1),
             ConfigError::ScheduleLength { len: 2 }
         );
         assert_eq!(
-            err(8, 1, 0, &[0; 7], 1),
-            ConfigError::ScheduleLength { len: 7 }
+            err(8, 1, 0, &[0; 8], 1),
+            ConfigError::ScheduleLength { len: 8 }
         );
         new(8, 1, 0, &[0, 0, 0, 0, 0], 1);
         new(8, 1, 0, &[0, 0, 0, 0, 0, 0], 1);
+        new(8, 1, 0, &[0; 7], 1);
+    }
+
+    #[test]
+    fn balance_is_a_seventh_entry_for_clusters() {
+        let off = new(8, 64, 0, &[1, 16, 0, 4, 0, 0, 0], 1);
+        assert_eq!(off.cluster_policy(), kda::ir::ClusterPolicy::Default);
+        let on = new(8, 64, 0, &[1, 16, 0, 4, 0, 0, 1], 1);
+        assert!(on.schedule.balance);
+        assert_eq!(on.cluster_policy(), kda::ir::ClusterPolicy::LoadBalancing);
+        // With bulk_store at T > 1, and with the default cluster (4 at batch 64).
+        assert!(new(8, 64, 0, &[0, 16, 0, 4, 0, 1, 1], 4).schedule.balance);
+        assert!(new(8, 64, 0, &[0, 0, 0, 0, 0, 0, 1], 1).schedule.balance);
+        // Not at cluster 1: there are no clusters to place.
+        assert_eq!(
+            err(8, 64, 0, &[3, 32, 0, 1, 0, 0, 1], 1),
+            ConfigError::BalanceCluster
+        );
+        assert!(
+            ConfigError::BalanceCluster
+                .to_string()
+                .contains("balance needs clusters of more than one CTA")
+        );
     }
 
     #[test]

@@ -41,6 +41,10 @@
 //! stages, each token's stage leaving as one bulk store (`rows · 512`
 //! contiguous bytes, none for a write hole) after the state threads' named
 //! barrier, while the next token is computed.
+//!
+//! How the GPU starts the clusters is a launch property, not the body's:
+//! `cluster_policy = cfg.cluster_policy()` (schedule entry 7, `balance`,
+//! cluster > 1) asks for the load-balancing policy.
 
 use crate::config::{GateMode, KdaConfig};
 use kda::cluster_kernel;
@@ -72,6 +76,7 @@ fn occupancy(cfg: &KdaConfig) -> Option<u32> {
     min_blocks = occupancy(cfg),
     early = cfg.early(),
     trigger_at_entry = cfg.trigger_at_entry(),
+    cluster_policy = cfg.cluster_policy(),
     wave = cfg.wave()
 )]
 pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(

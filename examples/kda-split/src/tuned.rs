@@ -3,12 +3,12 @@
 //! behind `KdaConfig::tuned` and the CLI's `--schedule auto`.
 //!
 //! The table holds, per measured point (heads, batch, tokens), the chosen
-//! schedule `[early, lanes, occupancy, cluster, evict[, bulk_store]]` with
+//! schedule `[early, lanes, occupancy, cluster, evict[, bulk_store[, balance]]]` with
 //! explicit lanes and cluster (so it means the same at any batch), its
 //! µs/step, the seed defaults' µs/step, and every schedule measured there,
-//! fastest first. A schedule carries the sixth entry only where it is on
-//! ([`RawSchedule`]): tables from before it read as they are, and are
-//! written back byte for byte.
+//! fastest first. A schedule carries the sixth and seventh entries only
+//! where they are on ([`RawSchedule`]): tables from before them read as
+//! they are, and are written back byte for byte.
 //!
 //! A lookup takes the nearest measured point: the same heads if measured,
 //! else the nearest heads (log scale); among those, the points of the same
@@ -34,23 +34,27 @@ use crate::config::{ConfigError, GateMode, KdaConfig, Schedule};
 pub const TUNED_JSON: &str = include_str!("../tuned.json");
 
 /// A schedule's raw entries `[early, lanes, occupancy, cluster, evict,
-/// bulk_store]` (zeros: the seed's defaults; the tuned table's schedules
-/// have lanes and cluster explicit). Written (JSON, labels, `{:?}`) with
-/// five entries where `bulk_store` is 0, six where it is on; read from five
-/// (`bulk_store` 0) or six, so the tables and labels from before the sixth
-/// entry mean and print what they did.
+/// bulk_store, balance]` (zeros: the seed's defaults; the tuned table's
+/// schedules have lanes and cluster explicit). Written (JSON, labels,
+/// `{:?}`) with five entries where `bulk_store` and `balance` are 0, six
+/// where only `bulk_store` is on, seven where `balance` is; read from five,
+/// six or seven, so the tables and labels from before the sixth and seventh
+/// entries mean and print what they did.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct RawSchedule(pub [u32; 6]);
+pub struct RawSchedule(pub [u32; 7]);
 
 impl RawSchedule {
-    /// The entries as written: five, or six with `bulk_store` on (what
-    /// `KdaConfig::new` takes).
+    /// The entries as written: five, six with `bulk_store` on, seven with
+    /// `balance` on (what `KdaConfig::new` takes).
     pub fn entries(&self) -> &[u32] {
-        if self.0[5] == 0 {
-            &self.0[..5]
+        let len = if self.0[6] != 0 {
+            7
+        } else if self.0[5] != 0 {
+            6
         } else {
-            &self.0
-        }
+            5
+        };
+        &self.0[..len]
     }
 
     /// Entry 6: each token's state rows leave through shared memory as one
@@ -59,8 +63,14 @@ impl RawSchedule {
         self.0[5] != 0
     }
 
-    /// `early,lanes,occupancy,cluster,evict[,bulk_store]`, as `--schedule`
-    /// takes it.
+    /// Entry 7: the clusters' load-balancing scheduling policy
+    /// ([`Schedule::balance`]).
+    pub fn balance(&self) -> bool {
+        self.0[6] != 0
+    }
+
+    /// `early,lanes,occupancy,cluster,evict[,bulk_store[,balance]]`, as
+    /// `--schedule` takes it.
     pub fn flag(&self) -> String {
         self.entries()
             .iter()
@@ -68,29 +78,39 @@ impl RawSchedule {
             .collect::<Vec<_>>()
             .join(",")
     }
+
+    /// The entries `s` gives, the rest zero; `None` for other than 5 to 7.
+    pub fn from_entries(s: &[u32]) -> Option<RawSchedule> {
+        if !(5..=7).contains(&s.len()) {
+            return None;
+        }
+        let mut raw = [0; 7];
+        raw[..s.len()].copy_from_slice(s);
+        Some(RawSchedule(raw))
+    }
 }
 
 impl From<[u32; 5]> for RawSchedule {
     fn from(s: [u32; 5]) -> Self {
-        RawSchedule([s[0], s[1], s[2], s[3], s[4], 0])
+        RawSchedule([s[0], s[1], s[2], s[3], s[4], 0, 0])
     }
 }
 
 impl From<[u32; 6]> for RawSchedule {
     fn from(s: [u32; 6]) -> Self {
+        RawSchedule([s[0], s[1], s[2], s[3], s[4], s[5], 0])
+    }
+}
+
+impl From<[u32; 7]> for RawSchedule {
+    fn from(s: [u32; 7]) -> Self {
         RawSchedule(s)
     }
 }
 
-impl PartialEq<[u32; 5]> for RawSchedule {
-    fn eq(&self, other: &[u32; 5]) -> bool {
-        *self == RawSchedule::from(*other)
-    }
-}
-
-impl PartialEq<[u32; 6]> for RawSchedule {
-    fn eq(&self, other: &[u32; 6]) -> bool {
-        self.0 == *other
+impl<const N: usize> PartialEq<[u32; N]> for RawSchedule {
+    fn eq(&self, other: &[u32; N]) -> bool {
+        RawSchedule::from_entries(other) == Some(*self)
     }
 }
 
@@ -110,14 +130,12 @@ impl Serialize for RawSchedule {
 impl<'de> Deserialize<'de> for RawSchedule {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = Vec::<u32>::deserialize(d)?;
-        match *v.as_slice() {
-            [a, b, c, e, f] => Ok(RawSchedule([a, b, c, e, f, 0])),
-            [a, b, c, e, f, g] => Ok(RawSchedule([a, b, c, e, f, g])),
-            _ => Err(serde::de::Error::invalid_length(
+        RawSchedule::from_entries(&v).ok_or_else(|| {
+            serde::de::Error::invalid_length(
                 v.len(),
-                &"5 or 6 schedule entries (early, lanes, occupancy, cluster, evict[, bulk_store])",
-            )),
-        }
+                &"5 to 7 schedule entries (early, lanes, occupancy, cluster, evict[, bulk_store[, balance]])",
+            )
+        })
     }
 }
 
@@ -388,8 +406,8 @@ pub fn tuned_schedule(heads: u32, batch: u32, tokens: u32) -> Option<RawSchedule
 }
 
 impl Schedule {
-    /// `[early, lanes, occupancy, cluster, evict, bulk_store]` as given
-    /// (zeros: defaults).
+    /// `[early, lanes, occupancy, cluster, evict, bulk_store, balance]` as
+    /// given (zeros: defaults).
     pub fn raw(&self) -> RawSchedule {
         RawSchedule([
             self.early as u32,
@@ -398,6 +416,7 @@ impl Schedule {
             self.cluster,
             u32::from(self.evict),
             u32::from(self.bulk_store),
+            u32::from(self.balance),
         ])
     }
 }
@@ -549,10 +568,10 @@ mod tests {
     }
 
     #[test]
-    fn a_schedule_has_five_entries_or_six_with_bulk_store_on() {
+    fn a_schedule_has_five_entries_or_six_with_bulk_store_on_or_seven_with_balance_on() {
         let parse = |text: &str| serde_json::from_str::<RawSchedule>(text);
         let five = parse("[1,16,0,8,0]").unwrap();
-        assert_eq!(five, RawSchedule([1, 16, 0, 8, 0, 0]));
+        assert_eq!(five, RawSchedule([1, 16, 0, 8, 0, 0, 0]));
         assert!(!five.bulk_store() && five == [1, 16, 0, 8, 0]);
         // A sixth entry of 0 reads as five and is written as five.
         assert_eq!(parse("[1,16,0,8,0,0]").unwrap(), five);
@@ -568,11 +587,21 @@ mod tests {
             (format!("{six:?}"), six.flag()),
             ("[0, 16, 0, 4, 0, 1]".into(), "0,16,0,4,0,1".into())
         );
-        for bad in ["[1,16,0,8]", "[1,16,0,8,0,1,0]", "[]", "[1,16,0,8,-1]"] {
+        // Trailing zeros read as the shorter form and are written as it.
+        assert_eq!(parse("[0,16,0,4,0,1,0]").unwrap(), six);
+        assert_eq!(parse("[1,16,0,8,0,0,0]").unwrap(), five);
+        let seven = parse("[1,16,0,4,0,0,1]").unwrap();
+        assert!(seven.balance() && !seven.bulk_store() && seven == [1, 16, 0, 4, 0, 0, 1]);
+        assert_eq!(serde_json::to_string(&seven).unwrap(), "[1,16,0,4,0,0,1]");
+        assert_eq!(
+            (format!("{seven:?}"), seven.flag()),
+            ("[1, 16, 0, 4, 0, 0, 1]".into(), "1,16,0,4,0,0,1".into())
+        );
+        for bad in ["[1,16,0,8]", "[1,16,0,8,0,1,0,0]", "[]", "[1,16,0,8,-1]"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         let e = parse("[1,16,0,8]").unwrap_err().to_string();
-        assert!(e.contains("5 or 6 schedule entries"), "{e}");
+        assert!(e.contains("5 to 7 schedule entries"), "{e}");
     }
 
     #[test]

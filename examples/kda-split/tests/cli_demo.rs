@@ -89,7 +89,7 @@ fn invalid_configurations_print_the_typed_error_and_exit_2() {
             &["--tokens", "2", "--schedule", "2,0,0"],
             "invalid configuration: tokens > 1 rules out early >= 2",
         ),
-        (&["--schedule", "0,0"], "schedule needs 3 to 6 entries"),
+        (&["--schedule", "0,0"], "schedule needs 3 to 7 entries"),
     ] {
         let out = kda_split(args).expect_code(2);
         assert!(out.stderr.contains(message), "{args:?}\n{out}");

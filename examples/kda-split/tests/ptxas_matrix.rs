@@ -88,3 +88,32 @@ fn bulk_store_variants_of_tuned_schedules_assemble_without_spills() {
         "bulk-store variants that spill: {spilled:#?}"
     );
 }
+
+/// Schedule entry 7 (balance) reaches the kernel's launch and its PTX (a
+/// comment above the entry: PTX has no directive for the policy, the
+/// runtime sets it at load), and nothing else of the PTX changes.
+#[test]
+fn balance_is_the_launch_policy_and_leaves_the_code_alone() {
+    use kda::ir::ClusterPolicy;
+    use kda::ir::pipeline::{Options, compile};
+    let ptx = |schedule: &[u32]| {
+        let cfg = KdaConfig::new(12, 64, 0, true, schedule, 4).unwrap();
+        let kernel = build(&cfg, &Dtypes::default()).unwrap();
+        let policy = kernel.launch.cluster_policy;
+        (policy, compile(&kernel, &Options::default()).unwrap().ptx)
+    };
+    let (off_policy, off) = ptx(&[0, 16, 0, 4, 0, 1]);
+    let (on_policy, on) = ptx(&[0, 16, 0, 4, 0, 1, 1]);
+    assert_eq!(
+        (off_policy, on_policy),
+        (ClusterPolicy::Default, ClusterPolicy::LoadBalancing)
+    );
+    let comment = "// cluster scheduling policy: balance";
+    assert!(on.contains(comment) && !off.contains(comment));
+    let without: String = on
+        .lines()
+        .filter(|l| !l.starts_with(comment))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(without, off);
+}

@@ -13,7 +13,7 @@ fn schedule_choice(schedule: &Bound<'_, PyAny>) -> PyResult<ScheduleChoice> {
             Ok(ScheduleChoice::Auto)
         } else {
             Err(PyValueError::new_err(format!(
-                "schedule: expected \"auto\" or [early, lanes, occupancy[, cluster[, evict[, bulk_store]]]]; got {s:?}"
+                "schedule: expected \"auto\" or [early, lanes, occupancy[, cluster[, evict[, bulk_store[, balance]]]]]; got {s:?}"
             )))
         };
     }
@@ -22,7 +22,7 @@ fn schedule_choice(schedule: &Bound<'_, PyAny>) -> PyResult<ScheduleChoice> {
         .map(ScheduleChoice::Explicit)
         .map_err(|_| {
             PyTypeError::new_err(
-                "schedule: expected \"auto\" or a sequence of 3 to 6 non-negative ints",
+                "schedule: expected \"auto\" or a sequence of 3 to 7 non-negative ints",
             )
         })
 }

@@ -9,7 +9,7 @@ use super::{Named, scalar};
 use crate::engine::Family;
 
 /// `schedule="auto"` (the tuned table, chosen per batch) or an explicit
-/// `[early, lanes, occupancy[, cluster[, evict[, bulk_store]]]]`.
+/// `[early, lanes, occupancy[, cluster[, evict[, bulk_store[, balance]]]]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScheduleChoice {
     Auto,
@@ -109,6 +109,11 @@ impl Family for Kda {
             // Schedule entry 6 (T > 1: each token's state rows through shared
             // memory, one bulk store per token); `schedule` shows it too.
             d.push(("bulk_store", "true".into()));
+        }
+        if s.balance {
+            // Schedule entry 7 (clusters of > 1 CTA: the load-balancing
+            // cluster scheduling policy); `schedule` shows it too.
+            d.push(("balance", "true".into()));
         }
         d
     }

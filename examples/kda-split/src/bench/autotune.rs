@@ -78,9 +78,10 @@ and 8; heads 6 at batch 8 and 64 with T = 4. With --heads, --batch or --tokens: 
 product, a list not given being heads 6, 12, 32, batch 1, 8, 32, 64, 128, 512
 or tokens 1. --schedule adds schedules to the search, --budget-ms and --check
 apply to the finalists. At T > 1 every schedule is also tried with
-bulk_store (schedule entry 6) unless --no-bulk-store. --quick: lanes 8 and 16
-only, no evict, no bulk_store, 2 finalists, shorter timing, a 2.5-minute
-limit.";
+bulk_store (schedule entry 6) unless --no-bulk-store; with a cluster above 1,
+with balance (entry 7, the load-balancing cluster scheduling policy) unless
+--no-balance. --quick: lanes 8 and 16 only, no evict, no bulk_store, no
+balance, 2 finalists, shorter timing, a 2.5-minute limit.";
 
 /// `[3,16,0,2,0]`.
 fn text(s: &RawSchedule) -> String {

@@ -346,7 +346,7 @@ fn verdict(pass: Option<bool>) -> &'static str {
 fn schedule_text(row: &Row) -> String {
     match row.resolved {
         Some(r) => format!(
-            "{} (early {}, C {}, lanes {}{}{}{})",
+            "{} (early {}, C {}, lanes {}{}{}{}{})",
             row.candidate.label,
             r.early,
             r.cluster,
@@ -357,7 +357,8 @@ fn schedule_text(row: &Row) -> String {
                 String::new()
             },
             if r.evict { ", evict" } else { "" },
-            if r.bulk_store { ", bulk store" } else { "" }
+            if r.bulk_store { ", bulk store" } else { "" },
+            if r.balance { ", balance" } else { "" }
         ),
         None => row.candidate.label.clone(),
     }

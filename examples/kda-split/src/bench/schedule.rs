@@ -1,6 +1,6 @@
 //! Schedules as the command line spells them: `auto`, a name (`seed`,
 //! `default`, `e1`, ...) or raw entries
-//! `early,lanes,occupancy[,cluster[,evict[,bulk_store]]]`.
+//! `early,lanes,occupancy[,cluster[,evict[,bulk_store[,balance]]]]`.
 //! One parser ([`Candidate`]'s `FromStr`) serves every command's
 //! `--schedule`: the demo, `run`, `ptx`, `info`, `bench` and `autotune`.
 
@@ -13,7 +13,7 @@ use crate::config::{ConfigError, KdaConfig};
 use crate::tuned::{RawSchedule, TunedTable};
 
 /// A schedule to try: a label and the raw `(early, lanes, occupancy[,
-/// cluster[, evict[, bulk_store]]])` of `KdaConfig::new`. `auto` (label `auto`, no
+/// cluster[, evict[, bulk_store[, balance]]]])` of `KdaConfig::new`. `auto` (label `auto`, no
 /// entries) stands for the tuned table's schedule until resolved at a point
 /// ([`Candidate::at`]) or for a configuration ([`Candidate::config`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -29,7 +29,7 @@ pub struct Candidate {
 pub enum ScheduleError {
     #[error(
         "`{entry}` is not a non-negative integer (expected auto, seed, one of {names} or \
-         early,lanes,occupancy[,cluster[,evict[,bulk_store]]])",
+         early,lanes,occupancy[,cluster[,evict[,bulk_store[,balance]]]])",
         names = NAMED.join(", ")
     )]
     Entry { entry: String },
@@ -80,7 +80,7 @@ pub fn default_schedules(quick: bool) -> Vec<Candidate> {
 impl FromStr for Candidate {
     type Err = ScheduleError;
 
-    /// A name, or 3 to 6 comma-separated entries (labelled `[text]`, or
+    /// A name, or 3 to 7 comma-separated entries (labelled `[text]`, or
     /// `seed` for `0,0,0`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
@@ -98,7 +98,7 @@ impl FromStr for Candidate {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if !(3..=6).contains(&raw.len()) {
+        if !(3..=7).contains(&raw.len()) {
             return Err(ScheduleError::Length(ConfigError::ScheduleLength {
                 len: raw.len(),
             }));
@@ -251,14 +251,18 @@ mod tests {
             ScheduleError::Length(ConfigError::ScheduleLength { len: 2 })
         );
         assert!(
-            e.to_string().contains("schedule needs 3 to 6 entries"),
+            e.to_string().contains("schedule needs 3 to 7 entries"),
             "{e}"
         );
-        assert!(parse("1,2,3,4,5,6,7").is_err());
-        // The sixth entry: bulk_store (T > 1).
+        assert!(parse("1,2,3,4,5,6,7,8").is_err());
+        // The sixth entry: bulk_store (T > 1); the seventh: balance.
         assert_eq!(
             parse("0,16,0,4,0,1").unwrap(),
             Candidate::new("[0,16,0,4,0,1]", &[0, 16, 0, 4, 0, 1])
+        );
+        assert_eq!(
+            parse("1,16,0,4,0,0,1").unwrap(),
+            Candidate::new("[1,16,0,4,0,0,1]", &[1, 16, 0, 4, 0, 0, 1])
         );
     }
 

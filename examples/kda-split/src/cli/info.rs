@@ -31,7 +31,7 @@ pub struct InfoArgs {
     pub gate_mode: Vec<u32>,
     #[command(flatten)]
     pub bias: BiasArgs,
-    /// Schedule `early,lanes,occupancy[,cluster[,evict[,bulk_store]]]`, `seed` (0,0,0) or
+    /// Schedule `early,lanes,occupancy[,cluster[,evict[,bulk_store[,balance]]]]`, `seed` (0,0,0) or
     /// `auto` (the tuned table's for each configuration); repeat the flag
     /// for several schedules.
     #[arg(long, default_value = "0,0,0")]

@@ -39,7 +39,7 @@ pub struct ConfigArgs {
     pub bias: BiasArgs,
     /// Schedule: `auto` (the tuned table's for this configuration), `seed`
     /// (the seed's defaults, 0,0,0), one of the bench's names (e1, e2-c2, ...)
-    /// or `early,lanes,occupancy[,cluster[,evict[,bulk_store]]]` (zeros select the seed's
+    /// or `early,lanes,occupancy[,cluster[,evict[,bulk_store[,balance]]]]` (zeros select the seed's
     /// defaults).
     #[arg(long, default_value = "auto")]
     pub schedule: Schedule,
@@ -205,7 +205,7 @@ pub fn order_for(cfg: &KdaConfig) -> RawGateOrder {
 pub fn describe(cfg: &KdaConfig) -> String {
     let s = &cfg.schedule;
     format!(
-        "heads {}, batch {}, tokens {}, gate mode {}, bias {}; schedule [{}]: cluster {}, lanes {}, early {}, occupancy {}, evict {}{}{}",
+        "heads {}, batch {}, tokens {}, gate mode {}, bias {}; schedule [{}]: cluster {}, lanes {}, early {}, occupancy {}, evict {}{}{}{}",
         cfg.heads,
         cfg.batch,
         cfg.tokens,
@@ -222,12 +222,14 @@ pub fn describe(cfg: &KdaConfig) -> String {
         },
         if s.evict { "on" } else { "off" },
         if s.bulk_store { ", bulk store" } else { "" },
+        if s.balance { ", balance" } else { "" },
         if cfg.fast_math() { ", fast math" } else { "" },
     )
 }
 
 /// The schedule as `early,lanes,occupancy,cluster,evict` (raw values),
-/// `,1` after them with bulk_store (schedule entry 6) on.
+/// `,1` after them with bulk_store (schedule entry 6) on, `,0,1` or `,1,1`
+/// with balance (entry 7) on.
 pub fn raw_schedule(cfg: &KdaConfig) -> String {
     cfg.schedule.raw().flag()
 }

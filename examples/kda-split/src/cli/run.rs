@@ -41,7 +41,7 @@ pub struct RunArgs {
     pub gate_mode: Option<u32>,
     /// Schedule: `auto` (the tuned table's for the case's heads, batch and
     /// tokens), `seed` (the seed's defaults, 0,0,0) or
-    /// `early,lanes,occupancy[,cluster[,evict[,bulk_store]]]` (zeros select the seed's
+    /// `early,lanes,occupancy[,cluster[,evict[,bulk_store[,balance]]]]` (zeros select the seed's
     /// defaults).
     #[arg(long, default_value = "auto")]
     pub schedule: Schedule,

@@ -17,8 +17,8 @@ pub struct Point {
     pub tokens: u32,
     pub gate_mode: u32,
     pub has_bias: bool,
-    /// (early, lanes, occupancy, cluster, evict[, bulk_store]); zeros select
-    /// defaults.
+    /// (early, lanes, occupancy, cluster, evict[, bulk_store[, balance]]);
+    /// zeros select defaults.
     pub schedule: &'static [u32],
 }
 
@@ -46,7 +46,9 @@ pub const MATRIX: &[Point] = &[
     p(12, 1, 1, 1, true, &[1, 16, 0, 8, 0]),
     p(2, 3, 1, 2, true, &[0, 16, 0, 0, 0]),
     p(2, 1, 1, 2, false, &[0, 8, 0, 0, 0]),
-    p(2, 2, 1, 0, true, &[2, 16, 0, 2, 1]),
+    // Balance (schedule entry 7, the clusters' load-balancing policy) here
+    // and at the tuned T = 4 shape below: the runtime sets it at load.
+    p(2, 2, 1, 0, true, &[2, 16, 0, 2, 1, 0, 1]),
     p(2, 2, 1, 1, false, &[3, 8, 1, 1, 0]),
     p(12, 2, 1, 0, false, &[3, 32, 0, 2, 1]),
     p(2, 2, 1, 1, true, &[2, 4, 0, 4, 0]),
@@ -66,7 +68,7 @@ pub const MATRIX: &[Point] = &[
     // (12 heads, cluster 4), eight tokens with masked rows (lanes 4 < cluster
     // 8) and gate mode 1.
     p(2, 8, 2, 0, true, &[1, 16, 0, 2, 0, 1]),
-    p(12, 6, 4, 0, true, &[0, 16, 0, 4, 0, 1]),
+    p(12, 6, 4, 0, true, &[0, 16, 0, 4, 0, 1, 1]),
     p(2, 7, 8, 1, false, &[1, 4, 0, 8, 0, 1]),
 ];
 

@@ -55,6 +55,11 @@ pub struct Options {
     /// too).
     #[arg(long)]
     pub no_bulk_store: bool,
+    /// Leave schedule entry 7 (balance: the clusters' load-balancing
+    /// scheduling policy) off where the cluster is above 1 (--quick does
+    /// too).
+    #[arg(long)]
+    pub no_balance: bool,
     /// Finalists timed in full besides the seed's defaults [default: 3;
     /// --quick: 2].
     #[arg(long, value_name = "K")]
@@ -104,6 +109,7 @@ struct SpaceJson<'a> {
     occupancy: &'a [u32],
     evict: &'static str,
     bulk_store: &'static str,
+    balance: &'static str,
     extra_schedules: Vec<&'a str>,
     pruned: [&'static str; 2],
 }
@@ -147,6 +153,11 @@ impl Options {
         !self.no_bulk_store && !self.sweep.quick
     }
 
+    /// Whether balance (schedule entry 7) is searched (where cluster > 1).
+    pub fn balance(&self) -> bool {
+        !self.no_balance && !self.sweep.quick
+    }
+
     pub fn top(&self) -> usize {
         self.top.unwrap_or(if self.sweep.quick { 2 } else { 3 })
     }
@@ -185,6 +196,11 @@ impl Options {
             },
             bulk_store: if self.bulk_store() {
                 "off and on where tokens > 1"
+            } else {
+                "off"
+            },
+            balance: if self.balance() {
+                "off and on where cluster > 1"
             } else {
                 "off"
             },
@@ -241,6 +257,7 @@ pub(crate) mod tests {
         assert_eq!(o.minutes(), 10.0);
         assert_eq!((o.top(), o.evict(), o.lanes().len()), (3, true, 4));
         assert!(o.bulk_store() && !parse(&["--no-bulk-store"]).bulk_store());
+        assert!(o.balance() && !parse(&["--no-balance"]).balance());
         let o = parse(&[
             "autotune",
             "--out",

@@ -190,7 +190,7 @@ pub fn run(
             "seconds".into(),
             json!((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0),
         );
-        let seed = seed.unwrap_or(RawSchedule([u32::MAX; 6]));
+        let seed = seed.unwrap_or(RawSchedule([u32::MAX; 7]));
         match tuned_point(&point, seed, measured, opts.min_gain, notes, &mut |s| {
             spill.usable(&point, s)
         }) {

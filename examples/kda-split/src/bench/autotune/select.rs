@@ -125,7 +125,7 @@ pub fn reselect(
                 println!("  {point}: no measurements, kept as it is");
                 return Some(p.clone());
             }
-            let seed = seed_schedule(&point).unwrap_or(RawSchedule([u32::MAX; 6]));
+            let seed = seed_schedule(&point).unwrap_or(RawSchedule([u32::MAX; 7]));
             let t = tuned_point(
                 &point,
                 seed,

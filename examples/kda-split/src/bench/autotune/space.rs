@@ -84,6 +84,15 @@ pub fn space(opts: &Options, point: &Point) -> Space {
     } else {
         &[0]
     };
+    // Schedule entry 7 (the clusters' load-balancing scheduling policy)
+    // exists with clusters of more than one CTA only.
+    let balances = |cluster: u32| -> &[u32] {
+        if cluster > 1 && opts.balance() {
+            &[0, 1]
+        } else {
+            &[0]
+        }
+    };
     for early in 0..=3u32 {
         let evicts: &[u32] = if early >= 2 && opts.evict() {
             &[0, 1]
@@ -95,12 +104,14 @@ pub fn space(opts: &Options, point: &Point) -> Space {
                 for &occupancy in &opts.occupancy {
                     for &evict in evicts {
                         for &bulk in bulks {
-                            push(
-                                None,
-                                &[early, lanes, occupancy, cluster, evict, bulk],
-                                true,
-                                &mut out,
-                            );
+                            for &balance in balances(cluster) {
+                                push(
+                                    None,
+                                    &[early, lanes, occupancy, cluster, evict, bulk, balance],
+                                    true,
+                                    &mut out,
+                                );
+                            }
                         }
                     }
                 }
@@ -134,21 +145,30 @@ mod tests {
         }
         // early 0/1: 16 lanes x cluster pairs less 4 at cluster 1 and lanes
         // 4 at cluster 8: 11 each; early 2: 11 x evict; early 3: clusters 1
-        // and 2 x 4 lanes x evict.
-        assert_eq!(s.candidates.len(), 11 + 11 + 22 + 16);
+        // and 2 x 4 lanes x evict. Each with a cluster above 1 twice, balance
+        // off and on: all of early 0..2, and early 3's 8 at cluster 2.
+        assert_eq!(s.candidates.len(), 2 * (11 + 11 + 22) + 16 + 8);
         assert!(s.pruned > 0);
         assert!(seen.contains(&vec![3, 16, 0, 2, 0]) && seen.contains(&vec![2, 32, 0, 8, 1]));
-        assert!(s.candidates.iter().all(|c| c.raw.len() == 5));
+        assert!(seen.contains(&vec![3, 16, 0, 2, 0, 0, 1]));
+        assert!(!seen.contains(&vec![3, 16, 0, 1, 0, 0, 1]));
+        // Five entries, or seven with balance on (and a cluster above 1).
+        assert!(s.candidates.iter().all(|c| c.raw.len() == 5
+            || (c.raw.len() == 7 && c.raw[6] == 1 && c.raw[3] > 1 && c.raw[5] == 0)));
         // T > 1: early 0 and 1 only, each with bulk_store off and on (the
-        // latter labelled with its sixth entry).
+        // latter labelled with its sixth entry), and balance off and on.
         let s = space(&o, &Point::new(12, 8, 4));
-        assert_eq!(s.candidates.len(), 22 + 22);
+        assert_eq!(s.candidates.len(), 2 * (22 + 22));
         assert!(s.candidates.iter().all(|c| c.raw[0] < 2));
-        let bulk: Vec<_> = s.candidates.iter().filter(|c| c.raw.len() == 6).collect();
-        assert_eq!(bulk.len(), 22);
+        let bulk: Vec<_> = s
+            .candidates
+            .iter()
+            .filter(|c| c.raw.get(5) == Some(&1))
+            .collect();
+        assert_eq!(bulk.len(), 44);
         assert!(
             bulk.iter()
-                .all(|c| c.raw[5] == 1 && c.label.ends_with(",1]"))
+                .all(|c| c.label.ends_with(",1]") || c.label.ends_with(",1,1]"))
         );
         assert!(
             s.candidates
@@ -158,10 +178,19 @@ mod tests {
         assert!(s.candidates.iter().any(|c| c.label == "[1,16,0,4,0]"));
         // Not with --no-bulk-store.
         let s = space(&parse(&["--no-bulk-store"]), &Point::new(12, 8, 4));
+        assert_eq!(s.candidates.len(), 44);
+        let s = space(
+            &parse(&["--no-bulk-store", "--no-balance"]),
+            &Point::new(12, 8, 4),
+        );
         assert_eq!(s.candidates.len(), 22);
         // Quick: lanes 8 and 16, no evict.
         let s = space(&parse(&["--quick"]), &Point::new(12, 1, 1));
-        assert!(s.candidates.iter().all(|c| c.raw[4] == 0));
+        assert!(
+            s.candidates
+                .iter()
+                .all(|c| c.raw[4] == 0 && c.raw.len() == 5)
+        );
         assert!(s.candidates.iter().all(|c| c.raw[1] == 8 || c.raw[1] == 16));
     }
 }

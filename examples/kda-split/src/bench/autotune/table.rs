@@ -166,7 +166,7 @@ pub fn table_from_bench(
     let table_points = points
         .into_iter()
         .filter_map(|(point, seed, measured)| {
-            let seed = seed.unwrap_or(RawSchedule([u32::MAX; 6]));
+            let seed = seed.unwrap_or(RawSchedule([u32::MAX; 7]));
             tuned_point(&point, seed, measured, min_gain, Map::new(), &mut |s| {
                 usable(&point, s)
             })
@@ -185,7 +185,7 @@ pub fn markdown(table: &TunedTable) -> String {
         table.meta_str("device").unwrap_or("?"),
         table.meta_str("date").unwrap_or("?")
     );
-    s += "| point | schedule [early,lanes,occ,cluster,evict[,bulk_store]] | µs/step | seed µs/step | speedup | schedules timed |\n";
+    s += "| point | schedule [early,lanes,occ,cluster,evict[,bulk_store[,balance]]] | µs/step | seed µs/step | speedup | schedules timed |\n";
     s += "|---|---|---:|---:|---:|---:|\n";
     for p in &table.points {
         s += &format!(

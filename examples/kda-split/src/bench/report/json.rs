@@ -169,7 +169,7 @@ impl RowJson {
     }
 
     /// The explicit schedule (`[early, lanes, occupancy, cluster,
-    /// evict[, bulk_store]]`) the row resolved to, if it says.
+    /// evict[, bulk_store[, balance]]]`) the row resolved to, if it says.
     pub fn schedule(&self) -> Option<RawSchedule> {
         self.resolved.map(|r| r.raw())
     }
@@ -195,10 +195,14 @@ pub struct ResolvedJson {
     /// one bulk store (written only when on).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bulk_store: bool,
+    /// Schedule entry 7, the clusters' load-balancing scheduling policy
+    /// (written only when on).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub balance: bool,
 }
 
 impl ResolvedJson {
-    /// `[early, lanes, occupancy, cluster, evict, bulk_store]`.
+    /// `[early, lanes, occupancy, cluster, evict, bulk_store, balance]`.
     pub fn raw(&self) -> RawSchedule {
         RawSchedule([
             self.early,
@@ -207,6 +211,7 @@ impl ResolvedJson {
             self.cluster,
             u32::from(self.evict),
             u32::from(self.bulk_store),
+            u32::from(self.balance),
         ])
     }
 }
@@ -220,6 +225,7 @@ impl From<Schedule> for ResolvedJson {
             lanes: s.lanes,
             occupancy: s.occupancy,
             bulk_store: s.bulk_store,
+            balance: s.balance,
         }
     }
 }
