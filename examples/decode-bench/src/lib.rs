@@ -765,6 +765,25 @@ mod tests {
         );
     }
 
+    /// Sweep rows are told apart by their schedule's label (`best_row` is
+    /// found again in the sweep list by it), so every label in a family's
+    /// sweep is distinct, the load-balancing (`bal`) variants included.
+    fn assert_distinct_labels<F: Family>(family: &F) {
+        let list = family.sweep_at(SWEEP_BATCH);
+        let mut labels: Vec<String> = list.iter().map(|s| family.schedule_label(s)).collect();
+        assert!(labels.iter().any(|l| l.ends_with(" bal")), "{labels:?}");
+        labels.sort();
+        labels.dedup();
+        assert_eq!(labels.len(), list.len(), "{}: {labels:?}", family.label());
+    }
+
+    #[test]
+    fn sweep_labels_are_distinct_and_include_the_balanced_schedules() {
+        assert_distinct_labels(&Gdn::new(4, 8, 1));
+        assert_distinct_labels(&Gdn::new(4, 8, 4));
+        assert_distinct_labels(&Mamba2::new(24, 1));
+    }
+
     #[test]
     fn same_bytes_are_the_state_traffic_the_rows_count() {
         // The bytes behind "of copy" and "of same-bytes copy" are the same,

@@ -31,8 +31,10 @@
 //!
 //! [`Schedule`] picks the lane width, `min_blocks`, evict-first on the
 //! state's loads and stores, the scheduler's early schedule (ready loads
-//! above the PDL wait; the default), the PDL trigger at entry, and
-//! **staging**: thread 0 bulk-copies the head's 64 KiB page into shared
+//! above the PDL wait; the default), the PDL trigger at entry, where a
+//! cluster releases the shared conv taps (`early_release`), the driver's
+//! load-balancing cluster scheduling policy (`balance`; only where there
+//! are clusters, G > 1, a no-op at G = 1), and **staging**: thread 0 bulk-copies the head's 64 KiB page into shared
 //! memory (one `cp.async.bulk` on an mbarrier, issued with the ready loads)
 //! and each pass of token 0 reads its rows from there, so at T = 1 no
 //! thread holds the page in registers (64 registers instead of 127: the
@@ -125,6 +127,16 @@ pub struct Schedule {
     /// it (`late_release`, pass `sink_cluster_release`) past the conv, to
     /// the conv's first store to shared memory.
     pub early_release: bool,
+    /// Ask the driver to place the clusters with its load-balancing
+    /// scheduling policy (`cluster_policy = ClusterPolicy::LoadBalancing`:
+    /// the runtime sets `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`
+    /// when it loads the kernel), which changes where and when clusters
+    /// start, never what they compute. It applies only where the kernel has
+    /// clusters of more than one CTA (G = HV / HK > 1); at G = 1 the kernel
+    /// keeps the default policy and the knob does nothing. Measured on the
+    /// H200 with an environment switch (docs/perf.md, "Cluster scheduling
+    /// policy"): GDN HK4 HV8 unchanged at batch 128.
+    pub balance: bool,
 }
 
 /// The least batch that gets the bandwidth schedule of [`Schedule::for_batch`]
@@ -143,6 +155,7 @@ impl Default for Schedule {
             trigger_at_entry: false,
             staged: false,
             early_release: false,
+            balance: false,
         }
     }
 }
@@ -181,8 +194,8 @@ impl Schedule {
     }
 
     /// A short label: `l16`, then `occN`, `evict`, `late` (no early
-    /// schedule), `trig`, `staged`, `erel` (early release) where they differ
-    /// from the default.
+    /// schedule), `trig`, `staged`, `erel` (early release), `bal` (the
+    /// load-balancing cluster policy) where they differ from the default.
     pub fn label(&self) -> String {
         let mut s = format!("l{}", self.lanes);
         if self.min_blocks > 0 {
@@ -194,6 +207,7 @@ impl Schedule {
             (self.trigger_at_entry, "trig"),
             (self.staged, "staged"),
             (self.early_release, "erel"),
+            (self.balance, "bal"),
         ] {
             if on {
                 s += " ";
@@ -210,7 +224,12 @@ impl Schedule {
     min_blocks = (schedule.min_blocks > 0).then_some(schedule.min_blocks),
     early = schedule.early,
     trigger_at_entry = schedule.trigger_at_entry,
-    late_release = !schedule.early_release
+    late_release = !schedule.early_release,
+    cluster_policy = if schedule.balance && cfg.num_v_heads / cfg.num_k_heads > 1 {
+        ClusterPolicy::LoadBalancing
+    } else {
+        ClusterPolicy::Default
+    }
 )]
 pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
     #[comptime] cfg: &GdnConfig,
@@ -578,7 +597,8 @@ pub fn build(cfg: &GdnConfig, dt: &Dtypes, schedule: &Schedule) -> Result<Kernel
 
 /// The schedules the bench sweep (`decode-bench`) measures at batch 128 for
 /// `tokens` tokens, default first: lane widths, no early schedule,
-/// evict-first, trigger at entry, occupancy, staging and their combinations.
+/// evict-first, trigger at entry, occupancy, staging, the early release and
+/// the load-balancing cluster policy, and their combinations.
 /// `tests/ptxas.rs` assembles each at the bench's shapes without spills.
 pub fn sweep_schedules(tokens: u32) -> Vec<Schedule> {
     let d = Schedule::default();
@@ -617,6 +637,13 @@ pub fn sweep_schedules(tokens: u32) -> Vec<Schedule> {
         },
         Schedule {
             early_release: true,
+            ..Schedule::for_batch(tokens, TUNED_BATCH)
+        },
+        // The load-balancing cluster policy (the bench's HV8 / HK4 has
+        // clusters of 2), with the default and with the bandwidth schedule.
+        Schedule { balance: true, ..d },
+        Schedule {
+            balance: true,
             ..Schedule::for_batch(tokens, TUNED_BATCH)
         },
     ];

@@ -38,8 +38,10 @@
 //! (more heads per CTA), 1, 2 or 4 float4 per row and thread (32, 16 or 8
 //! lanes), the wave depth (fewer passes held at once: fewer registers, more
 //! CTAs per SM) — and the scheduling: `min_blocks`, evict-first on the
-//! state's loads and stores, the early schedule and the PDL trigger at
-//! entry. None changes the math; `sweep_schedules` lists what the bench
+//! state's loads and stores, the early schedule, the PDL trigger at entry
+//! and the driver's load-balancing cluster scheduling policy (`balance`;
+//! only where the plan has clusters of more than one CTA). None changes the
+//! math; `sweep_schedules` lists what the bench
 //! measures. The default is the layout above without the early schedule.
 //!
 //! ## Order
@@ -95,6 +97,17 @@ pub struct Schedule {
     pub early: bool,
     /// Trigger dependent launches at the kernel's entry.
     pub trigger_at_entry: bool,
+    /// Ask the driver to place the clusters with its load-balancing
+    /// scheduling policy (`cluster_policy = ClusterPolicy::LoadBalancing`:
+    /// the runtime sets `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`
+    /// when it loads the kernel), which changes where and when clusters
+    /// start, never what they compute. It applies only where the plan has
+    /// clusters of more than one CTA ([`Plan::cluster`] > 1); with clusters
+    /// of one the kernel keeps the default policy and the knob does nothing.
+    /// Measured on the H200 with an environment switch (docs/perf.md,
+    /// "Cluster scheduling policy"): every H24 G1 cluster schedule 3–5 %
+    /// faster at batch 128.
+    pub balance: bool,
 }
 
 impl Default for Schedule {
@@ -115,6 +128,7 @@ impl Schedule {
         evict: false,
         early: false,
         trigger_at_entry: false,
+        balance: false,
     };
 
     /// The early schedule on [`Schedule::PLAIN`], for `const` contexts (the
@@ -148,7 +162,7 @@ impl Schedule {
 
     /// A short label: `plain`, or the knobs that differ from
     /// [`Schedule::PLAIN`] (`cN`, `chN`, `wN`, `occN`, `evict`, `early`,
-    /// `trig`); [`Schedule::DEFAULT`] is `early`.
+    /// `trig`, `bal`); [`Schedule::DEFAULT`] is `early`.
     pub fn label(&self) -> String {
         let d = Schedule::PLAIN;
         let mut parts = Vec::new();
@@ -168,6 +182,7 @@ impl Schedule {
             (self.evict, "evict"),
             (self.early, "early"),
             (self.trigger_at_entry, "trig"),
+            (self.balance, "bal"),
         ] {
             if on {
                 parts.push(name.to_string());
@@ -335,7 +350,12 @@ fn silu(z: Val<f32>) -> Val<f32> {
     cluster = plan.cluster,
     min_blocks = (schedule.min_blocks > 0).then_some(schedule.min_blocks),
     early = schedule.early,
-    trigger_at_entry = schedule.trigger_at_entry
+    trigger_at_entry = schedule.trigger_at_entry,
+    cluster_policy = if schedule.balance && plan.cluster > 1 {
+        ClusterPolicy::LoadBalancing
+    } else {
+        ClusterPolicy::Default
+    }
 )]
 pub fn mamba2_decode<W: Elem, Bi: Elem>(
     #[comptime] cfg: &Mamba2Config,
@@ -622,12 +642,13 @@ pub fn build_with(
 /// The schedules the bench sweep (`decode-bench`) measures at batch 128,
 /// around [`Schedule::PLAIN`] (first): the early schedule, evict-first,
 /// trigger at entry, smaller clusters (more heads per CTA, the default among
-/// them), lane widths, waves and occupancy. `tests/ptxas.rs` assembles each
-/// at the bench's shape without spills.
+/// them), lane widths, waves and occupancy; then each of those with the early
+/// schedule again with the load-balancing cluster policy (`balance`).
+/// `tests/ptxas.rs` assembles each at the bench's shape without spills.
 pub fn sweep_schedules() -> Vec<Schedule> {
     let d = Schedule::PLAIN;
     let e = Schedule { early: true, ..d };
-    vec![
+    let list = vec![
         d,
         e,
         Schedule { evict: true, ..d },
@@ -709,7 +730,22 @@ pub fn sweep_schedules() -> Vec<Schedule> {
             evict: true,
             ..e
         },
-    ]
+    ];
+    // Every schedule above has clusters at the bench's shape (H24 G1: 24
+    // heads in one group, clusters of 12, 8, 6 or 4). The load-balancing
+    // policy made each of them 3–5 % faster at batch 128 (docs/perf.md,
+    // measured with an environment switch); the early ones again with it
+    // (the two without the early schedule are only its baseline), so the
+    // bench measures the knob on every layout: 21 + 19 schedules.
+    let balanced: Vec<Schedule> = list
+        .iter()
+        .filter(|s| s.early)
+        .map(|s| Schedule {
+            balance: true,
+            ..*s
+        })
+        .collect();
+    list.into_iter().chain(balanced).collect()
 }
 
 #[cfg(test)]

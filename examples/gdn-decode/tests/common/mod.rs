@@ -47,6 +47,7 @@ const fn p(
             trigger_at_entry: false,
             staged: false,
             early_release: false,
+            balance: false,
         },
         variant,
     }
@@ -75,6 +76,12 @@ const fn early_release(mut point: Point) -> Point {
     point
 }
 
+/// `point` with the load-balancing cluster scheduling policy.
+const fn balance(mut point: Point) -> Point {
+    point.schedule.balance = true;
+    point
+}
+
 pub const MATRIX: &[Point] = &[
     p(1, 1, 1, false, 4, 8, false),
     p(2, 4, 1, true, 3, 16, true),
@@ -89,8 +96,8 @@ pub const MATRIX: &[Point] = &[
 
 /// One small point per schedule knob value other than the default (the
 /// bench sweeps them): occupancy, evict-first, no early schedule, trigger at
-/// entry, staging, the early release of the conv taps (at each lane width,
-/// T = 1 and T > 1, grouped heads).
+/// entry, staging, the early release of the conv taps, the load-balancing
+/// cluster policy (at each lane width, T = 1 and T > 1, grouped heads).
 pub const KNOBS: &[Point] = &[
     knob(p(1, 2, 1, true, 3, 16, false), 2, false, true, false, false),
     knob(p(2, 2, 1, false, 3, 16, true), 0, true, true, false, false),
@@ -116,6 +123,7 @@ pub const KNOBS: &[Point] = &[
         true,
         false,
     )),
+    balance(p(1, 2, 1, true, 3, 16, false)),
 ];
 
 impl Point {

@@ -95,16 +95,23 @@ const fn knob(mut p: Point, sizes: [u32; 4], flags: [bool; 3]) -> Point {
         evict,
         early,
         trigger_at_entry,
+        balance: false,
     };
+    p
+}
+
+/// `p` with the load-balancing cluster scheduling policy.
+const fn balance(mut p: Point) -> Point {
+    p.schedule.balance = true;
     p
 }
 
 /// One small point per schedule knob value other than the default that the
 /// bench sweeps: smaller clusters (more heads per CTA), 2 and 1 chunks per
 /// row (16 and 32 lanes), waves of 1 and 2 passes, occupancy, evict-first,
-/// the early schedule, trigger at entry; model-sized heads (P 64, N 128),
-/// padding included.
-pub const KNOBS: [Point; 8] = [
+/// the early schedule, trigger at entry, the load-balancing cluster policy;
+/// model-sized heads (P 64, N 128), padding included.
+pub const KNOBS: [Point; 9] = [
     knob(point(8, 1, 64, 128), [4, 0, 0, 0], [false; 3]),
     knob(point(4, 1, 64, 128), [2, 2, 0, 0], [false, true, false]),
     knob(point(2, 1, 64, 128), [16, 1, 0, 0], [true, false, false]),
@@ -113,6 +120,7 @@ pub const KNOBS: [Point; 8] = [
     knob(point(2, 1, 64, 128), [16, 0, 0, 0], [true, true, true]),
     knob(point(4, 1, 64, 128), [1, 0, 0, 2], [false, false, true]),
     knob(point(6, 3, 64, 128), [16, 0, 0, 4], [true, true, false]),
+    balance(point(8, 1, 64, 128)),
 ];
 
 impl Point {
