@@ -142,7 +142,7 @@ impl<'de> Deserialize<'de> for RawSchedule {
 /// One schedule measured at a point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
-    /// `[early, lanes, occupancy, cluster, evict[, bulk_store]]`, lanes and
+    /// `[early, lanes, occupancy, cluster, evict[, bulk_store[, balance]]]`, lanes and
     /// cluster explicit.
     pub schedule: RawSchedule,
     #[serde(serialize_with = "round3")]

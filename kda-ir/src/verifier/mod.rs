@@ -79,7 +79,8 @@
 //! # Declarations (`decls.rs`)
 //!
 //! * launch: the block is a positive multiple of 32 up to 1024 threads, the
-//!   cluster 1 to 16 CTAs, `min_blocks` positive;
+//!   cluster 1 to 16 CTAs, `min_blocks` positive, a cluster policy other
+//!   than the default only with clusters of more than one CTA;
 //! * tensors: as many strides as dimensions, a non-bool dtype, a power-of-two
 //!   alignment of at least the dtype's size; scalars: not bool;
 //! * buffers: a non-bool element, a positive length, a power-of-two

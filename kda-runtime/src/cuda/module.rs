@@ -193,8 +193,11 @@ unsafe impl Sync for CudaKernel {}
 
 impl CudaKernel {
     /// Find `kernel.name` in `image` and set the function attributes its
-    /// launches need: the dynamic shared memory limit above 48 KiB and
-    /// non-portable cluster sizes above 8.
+    /// launches need: the dynamic shared memory limit above 48 KiB,
+    /// non-portable cluster sizes above 8 and a cluster scheduling policy
+    /// other than the default (`kernel.launch.cluster_policy`). The
+    /// attributes belong to the function, so every kernel loaded from the
+    /// same PTX text shares them.
     pub(crate) fn prepare(
         image: Arc<Image>,
         kernel: &Kernel,

@@ -166,9 +166,13 @@ mod tests {
             .filter(|c| c.raw.get(5) == Some(&1))
             .collect();
         assert_eq!(bulk.len(), 44);
-        assert!(
-            bulk.iter()
-                .all(|c| c.label.ends_with(",1]") || c.label.ends_with(",1,1]"))
+        // Labelled with their entries: the sixth, and the seventh where
+        // balance is on.
+        assert!(bulk.iter().all(|c| (6..=7).contains(&c.raw.len())
+            && c.label == format!("{:?}", c.raw).replace(' ', "")));
+        assert_eq!(
+            bulk.iter().filter(|c| c.label.ends_with(",1,1]")).count(),
+            22
         );
         assert!(
             s.candidates
