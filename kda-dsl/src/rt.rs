@@ -73,8 +73,8 @@ pub fn trigger_at_entry(flag: bool) {
     emit(|b| b.set_trigger_at_entry(flag))
 }
 
-/// `cluster_policy = ..`: the cluster scheduling policy the runtime sets on
-/// the loaded function (`kda_ir::LaunchDecl::cluster_policy`).
+/// `cluster_policy = ..`: the cluster scheduling policy the runtime adds to
+/// each launch (`kda_ir::LaunchDecl::cluster_policy`).
 pub fn cluster_policy(policy: kda_ir::ClusterPolicy) {
     emit(|b| b.set_cluster_policy(policy))
 }

@@ -189,11 +189,10 @@ pub struct LaunchDecl {
 }
 
 /// The cluster scheduling policy preference of a kernel with clusters of
-/// more than one CTA (the driver's
-/// `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`). PTX has no
-/// directive for it: the backend names it in a comment above the entry (so
-/// kernels that differ only in it are different modules) and the runtime
-/// sets it on the function when it loads the kernel. It changes where and
+/// more than one CTA (the driver's launch attribute
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`). PTX has no
+/// directive for it: the backend names it in a comment above the entry and
+/// the runtime adds it to every launch of the kernel. It changes where and
 /// when clusters start, never what a kernel computes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ClusterPolicy {
@@ -217,6 +216,17 @@ impl ClusterPolicy {
             ClusterPolicy::Default => "default",
             ClusterPolicy::Spread => "spread",
             ClusterPolicy::LoadBalancing => "balance",
+        }
+    }
+
+    /// `LoadBalancing` where `on` and the kernel has clusters of more than
+    /// one CTA, else `Default` (the policy a schedule knob asks for: a no-op
+    /// without clusters, not a verifier error).
+    pub fn load_balancing_if(on: bool, cluster: u32) -> ClusterPolicy {
+        if on && cluster > 1 {
+            ClusterPolicy::LoadBalancing
+        } else {
+            ClusterPolicy::Default
         }
     }
 

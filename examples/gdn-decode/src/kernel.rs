@@ -129,8 +129,8 @@ pub struct Schedule {
     pub early_release: bool,
     /// Ask the driver to place the clusters with its load-balancing
     /// scheduling policy (`cluster_policy = ClusterPolicy::LoadBalancing`:
-    /// the runtime sets `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`
-    /// when it loads the kernel), which changes where and when clusters
+    /// the runtime adds it to each launch as
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`), which changes where and when clusters
     /// start, never what they compute. It applies only where the kernel has
     /// clusters of more than one CTA (G = HV / HK > 1); at G = 1 the kernel
     /// keeps the default policy and the knob does nothing. Measured on the
@@ -225,11 +225,7 @@ impl Schedule {
     early = schedule.early,
     trigger_at_entry = schedule.trigger_at_entry,
     late_release = !schedule.early_release,
-    cluster_policy = if schedule.balance && cfg.num_v_heads / cfg.num_k_heads > 1 {
-        ClusterPolicy::LoadBalancing
-    } else {
-        ClusterPolicy::Default
-    }
+    cluster_policy = ClusterPolicy::load_balancing_if(schedule.balance, cfg.group() as u32)
 )]
 pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
     #[comptime] cfg: &GdnConfig,

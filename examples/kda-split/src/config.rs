@@ -65,7 +65,7 @@ pub struct Schedule {
     /// autotuner searches at T > 1.
     pub bulk_store: bool,
     /// The cluster scheduling policy `LoadBalancing` (the kernel's
-    /// `cluster_policy = ..`, set by the runtime on the loaded function):
+    /// `cluster_policy = ..`, added by the runtime to each launch):
     /// the block scheduler starts a cluster where its CTAs' slots free up
     /// first. Needs clusters of more than one CTA. The tuned table's seventh
     /// entry where on, which the autotuner searches where the cluster is
@@ -326,11 +326,7 @@ impl KdaConfig {
 
     /// The clusters' scheduling policy ([`Schedule::balance`]).
     pub fn cluster_policy(&self) -> kda::ir::ClusterPolicy {
-        if self.schedule.balance {
-            kda::ir::ClusterPolicy::LoadBalancing
-        } else {
-            kda::ir::ClusterPolicy::Default
-        }
+        kda::ir::ClusterPolicy::load_balancing_if(self.schedule.balance, self.cluster())
     }
 }
 

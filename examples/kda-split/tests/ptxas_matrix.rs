@@ -91,7 +91,7 @@ fn bulk_store_variants_of_tuned_schedules_assemble_without_spills() {
 
 /// Schedule entry 7 (balance) reaches the kernel's launch and its PTX (a
 /// comment above the entry: PTX has no directive for the policy, the
-/// runtime sets it at load), and nothing else of the PTX changes.
+/// runtime adds it to each launch), and nothing else of the PTX changes.
 #[test]
 fn balance_is_the_launch_policy_and_leaves_the_code_alone() {
     use kda::ir::ClusterPolicy;

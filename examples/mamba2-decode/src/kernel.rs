@@ -99,8 +99,8 @@ pub struct Schedule {
     pub trigger_at_entry: bool,
     /// Ask the driver to place the clusters with its load-balancing
     /// scheduling policy (`cluster_policy = ClusterPolicy::LoadBalancing`:
-    /// the runtime sets `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`
-    /// when it loads the kernel), which changes where and when clusters
+    /// the runtime adds it to each launch as
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`), which changes where and when clusters
     /// start, never what they compute. It applies only where the plan has
     /// clusters of more than one CTA ([`Plan::cluster`] > 1); with clusters
     /// of one the kernel keeps the default policy and the knob does nothing.
@@ -351,11 +351,7 @@ fn silu(z: Val<f32>) -> Val<f32> {
     min_blocks = (schedule.min_blocks > 0).then_some(schedule.min_blocks),
     early = schedule.early,
     trigger_at_entry = schedule.trigger_at_entry,
-    cluster_policy = if schedule.balance && plan.cluster > 1 {
-        ClusterPolicy::LoadBalancing
-    } else {
-        ClusterPolicy::Default
-    }
+    cluster_policy = ClusterPolicy::load_balancing_if(schedule.balance, plan.cluster)
 )]
 pub fn mamba2_decode<W: Elem, Bi: Elem>(
     #[comptime] cfg: &Mamba2Config,

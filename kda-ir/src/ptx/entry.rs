@@ -166,12 +166,11 @@ impl Emitter<'_> {
             params.push(format!(".param .u64 {}", sym_param(k, s)));
         }
         // PTX has no directive for the cluster scheduling policy: the runtime
-        // sets it on the function; the comment keeps it visible to readers
-        // and makes two kernels that differ only in it different modules.
+        // adds it to each launch; the comment keeps it visible to readers.
         if l.cluster_policy != ClusterPolicy::Default {
             let _ = writeln!(
                 w,
-                "// cluster scheduling policy: {} (a function attribute the runtime sets at load)",
+                "// cluster scheduling policy: {} (a launch attribute the runtime adds)",
                 l.cluster_policy.name()
             );
         }

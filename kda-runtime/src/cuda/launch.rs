@@ -22,6 +22,10 @@ pub(crate) struct LaunchDims {
     /// Programmatic stream serialization: the launch may begin while the
     /// preceding one on the stream runs; its `griddepcontrol.wait` waits for it.
     pub pdl: bool,
+    /// The cluster scheduling policy preference (the driver's
+    /// `CUclusterSchedulingPolicy`: 0 default, 1 spread, 2 load balancing);
+    /// 0 adds no attribute.
+    pub cluster_policy: u32,
 }
 
 // The parameter slots below hold narrower values in the low bytes of a u64.
@@ -59,17 +63,17 @@ impl KernelParams {
     }
 }
 
-/// The launch attributes of `dims` (cluster shape, PDL), kept alive while
-/// a `CUlaunchConfig` points at them.
+/// The launch attributes of `dims` (cluster shape, PDL, cluster scheduling
+/// policy), kept alive while a `CUlaunchConfig` points at them.
 struct Attributes {
-    attrs: [sys::CUlaunchAttribute; 2],
+    attrs: [sys::CUlaunchAttribute; 3],
     n: usize,
 }
 
 impl Attributes {
     fn of(dims: &LaunchDims) -> Attributes {
         // SAFETY: an all-zero attribute is a valid value of the C struct (the value is a union of PODs).
-        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+        let mut attrs: [sys::CUlaunchAttribute; 3] = unsafe { std::mem::zeroed() };
         let mut n = 0;
         if let Some([x, y, z]) = dims.cluster {
             attrs[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -80,6 +84,19 @@ impl Attributes {
             attrs[n].id =
                 sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attrs[n].value.programmaticStreamSerializationAllowed = 1;
+            n += 1;
+        }
+        // Per launch, not on the function: kernels loaded from one PTX text
+        // share a function, and a graph's captured node keeps its own.
+        let policy = match dims.cluster_policy {
+            0 => None,
+            1 => Some(sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_SPREAD),
+            _ => Some(sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING),
+        };
+        if let Some(p) = policy {
+            attrs[n].id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+            attrs[n].value.clusterSchedulingPolicyPreference = p;
             n += 1;
         }
         Attributes { attrs, n }

@@ -193,11 +193,11 @@ unsafe impl Sync for CudaKernel {}
 
 impl CudaKernel {
     /// Find `kernel.name` in `image` and set the function attributes its
-    /// launches need: the dynamic shared memory limit above 48 KiB,
-    /// non-portable cluster sizes above 8 and a cluster scheduling policy
-    /// other than the default (`kernel.launch.cluster_policy`). The
-    /// attributes belong to the function, so every kernel loaded from the
-    /// same PTX text shares them.
+    /// launches need: the dynamic shared memory limit above 48 KiB and
+    /// non-portable cluster sizes above 8. The attributes belong to the
+    /// function, so every kernel loaded from the same PTX text shares them;
+    /// the cluster scheduling policy (`kernel.launch.cluster_policy`) is
+    /// therefore a launch attribute ([`CudaKernel::dims`]), not one of them.
     pub(crate) fn prepare(
         image: Arc<Image>,
         kernel: &Kernel,
@@ -240,18 +240,6 @@ impl CudaKernel {
             && (cluster > 1 || get(CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)? != 0);
         if cluster > PORTABLE_CLUSTER {
             set(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
-        }
-        // The cluster scheduling policy (the verifier allows one other than
-        // the default only with clusters of more than one CTA).
-        if cluster > 1 {
-            let policy = match kernel.launch.cluster_policy {
-                ClusterPolicy::Default => None,
-                ClusterPolicy::Spread => Some(1),
-                ClusterPolicy::LoadBalancing => Some(2),
-            };
-            if let Some(p) = policy {
-                set(CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, p)?;
-            }
         }
         if dyn_smem_bytes > DEFAULT_MAX_DYN_SMEM {
             set(
@@ -388,6 +376,15 @@ impl CudaKernel {
                 .then_some([self.kernel.launch.cluster, 1, 1]),
             dyn_smem_bytes: self.resources.dyn_smem_bytes,
             pdl: cfg.pdl,
+            cluster_policy: if self.kernel.launch.cluster > 1 {
+                match self.kernel.launch.cluster_policy {
+                    ClusterPolicy::Default => 0,
+                    ClusterPolicy::Spread => 1,
+                    ClusterPolicy::LoadBalancing => 2,
+                }
+            } else {
+                0
+            },
         }
     }
 }

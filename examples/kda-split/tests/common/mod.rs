@@ -47,7 +47,7 @@ pub const MATRIX: &[Point] = &[
     p(2, 3, 1, 2, true, &[0, 16, 0, 0, 0]),
     p(2, 1, 1, 2, false, &[0, 8, 0, 0, 0]),
     // Balance (schedule entry 7, the clusters' load-balancing policy) here
-    // and at the tuned T = 4 shape below: the runtime sets it at load.
+    // and at the tuned T = 4 shape below: the runtime adds it to each launch.
     p(2, 2, 1, 0, true, &[2, 16, 0, 2, 1, 0, 1]),
     p(2, 2, 1, 1, false, &[3, 8, 1, 1, 0]),
     p(12, 2, 1, 0, false, &[3, 32, 0, 2, 1]),
