@@ -58,6 +58,12 @@ def test_ptx_and_info():
     assert "bulk_store" not in info
     bulk = kda.KdaSplit(2, tokens=2, schedule=[0, 16, 0, 4, 0, 1]).info(requests=4)
     assert bulk["bulk_store"] == "true" and bulk["schedule"] == "[0, 16, 0, 4, 0, 1]"
+    assert "balance" not in bulk
+    bal = kda.KdaSplit(2, schedule=[1, 16, 0, 4, 0, 0, 1]).info(requests=4)
+    assert bal["balance"] == "true" and bal["schedule"] == "[1, 16, 0, 4, 0, 0, 1]"
+    assert "// cluster scheduling policy: balance" in kda.KdaSplit(
+        2, schedule=[1, 16, 0, 4, 0, 0, 1]
+    ).ptx(requests=4)
 
 
 # ---- errors: each names the argument and leaves every array untouched ----
@@ -135,6 +141,8 @@ def test_missing_accepted_for_one_token():
         (dict(heads=1, schedule=[1]), "3 to 7 entries"),
         (dict(heads=1, tokens=2, schedule=[2, 0, 0]), "tokens > 1"),
         (dict(heads=1, schedule=[0, 0, 0, 0, 0, 1]), "bulk_store needs tokens > 1"),
+        (dict(heads=1, schedule=[3, 32, 0, 1, 0, 0, 1]), "balance needs clusters"),
+        (dict(heads=1, schedule=[0] * 8), "3 to 7 entries"),
     ],
 )
 def test_bad_configuration(kwargs, words):

@@ -108,11 +108,18 @@ impl From<[u32; 7]> for RawSchedule {
     }
 }
 
-impl<const N: usize> PartialEq<[u32; N]> for RawSchedule {
-    fn eq(&self, other: &[u32; N]) -> bool {
-        RawSchedule::from_entries(other) == Some(*self)
-    }
+/// `schedule == [e, l, o, c, v]` (or with six or seven entries; other
+/// lengths do not compile).
+macro_rules! eq_entries {
+    ($($n:literal)*) => {$(
+        impl PartialEq<[u32; $n]> for RawSchedule {
+            fn eq(&self, other: &[u32; $n]) -> bool {
+                *self == RawSchedule::from(*other)
+            }
+        }
+    )*};
 }
+eq_entries!(5 6 7);
 
 /// `[1, 16, 0, 8, 0]` (as the five-entry arrays printed before).
 impl std::fmt::Debug for RawSchedule {

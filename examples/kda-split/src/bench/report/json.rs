@@ -248,3 +248,45 @@ pub struct TargetJson {
     pub target: String,
     pub tokens: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row's resolved schedule writes `bulk_store` and `balance` only when
+    /// on, reads files written before them, and reads back what it wrote.
+    #[test]
+    fn resolved_schedules_round_trip_with_and_without_the_late_entries() {
+        let base = ResolvedJson {
+            cluster: 4,
+            early: 0,
+            evict: false,
+            lanes: 16,
+            occupancy: 0,
+            bulk_store: false,
+            balance: false,
+        };
+        let text = serde_json::to_string(&base).unwrap();
+        assert!(
+            !text.contains("bulk_store") && !text.contains("balance"),
+            "{text}"
+        );
+        let old = r#"{"cluster":4,"early":0,"evict":false,"lanes":16,"occupancy":0}"#;
+        assert_eq!(serde_json::from_str::<ResolvedJson>(old).unwrap(), base);
+        let on = ResolvedJson {
+            bulk_store: true,
+            balance: true,
+            ..base
+        };
+        let text = serde_json::to_string(&on).unwrap();
+        assert!(text.contains("\"balance\":true"), "{text}");
+        let back: ResolvedJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, on);
+        assert_eq!(back.raw(), [0, 16, 0, 4, 0, 1, 1]);
+        let balance_only = ResolvedJson {
+            balance: true,
+            ..base
+        };
+        assert_eq!(balance_only.raw().entries(), [0, 16, 0, 4, 0, 0, 1]);
+    }
+}
