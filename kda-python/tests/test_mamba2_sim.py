@@ -54,6 +54,28 @@ def test_kernels_are_cached_per_layout_not_per_batch():
     check_cached(k, [(2, dict(seed=1)), (4, dict(seed=2))], (2, dict(seed=3, weights_f32=True)))
 
 
+def test_the_schedule_follows_the_batch():
+    # Below batch 64 clusters of up to 8 CTAs; from it on clusters of up to
+    # 4 with the load-balancing policy (docs/perf.md): 8 heads in one group
+    # are 8 CTAs of one head, then 4 of two. Each batch runs its own kernel,
+    # bit for bit the Rust path's at that batch and within the reference's
+    # tolerances.
+    k = kda.Mamba2Decode(8, head_dim=16, d_state=16)
+    small, large = k.info(requests=63), k.info(requests=64)
+    assert (small["schedule"], small["cluster"]) == ("c8 early", "8")
+    assert (large["schedule"], large["cluster"], large["heads_per_cta"]) == (
+        "c4 early bal", "4", "2")
+    policy = "// cluster scheduling policy: balance"
+    assert policy in k.ptx(requests=64) and policy not in k.ptx(requests=2)
+    check_in_place(k, 2, "mamba2_decode::run", seed=5)
+    check_in_place(k, 64, "mamba2_decode::run", seed=6)
+    assert k.info()["cached_kernels"] == 2
+    # 80 heads in one group: clusters of 4 would put 20 heads in a CTA, so
+    # every batch keeps the small-batch default.
+    wide = kda.Mamba2Decode(80, head_dim=16, d_state=16)
+    assert wide.info(requests=512)["schedule"] == wide.info(requests=1)["schedule"] == "early"
+
+
 def test_ptx_and_info():
     k = kda.Mamba2Decode(4, n_groups=2, head_dim=32, d_state=64, has_d=False)
     ptx = k.ptx()

@@ -285,8 +285,8 @@ impl Family for Mamba2 {
         schedule.label()
     }
 
-    fn default_schedule(&self, _batch: usize) -> Self::Schedule {
-        mamba2_decode::kernel::Schedule::for_config(&self.cfg)
+    fn default_schedule(&self, batch: usize) -> Self::Schedule {
+        mamba2_decode::kernel::Schedule::for_batch(&self.cfg, batch)
     }
 
     fn sweep(&self) -> Vec<Self::Schedule> {

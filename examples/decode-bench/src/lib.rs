@@ -785,6 +785,23 @@ mod tests {
     }
 
     #[test]
+    fn mamba2_default_depends_on_the_batch() {
+        // `c8 early` below the tuned batch, `c4 early bal` from it on (the
+        // kernel's `Schedule::for_batch`): the sweep at batch 128 leads with
+        // the latter and the batch-1 point measures the former.
+        let m = Mamba2::new(24, 1);
+        let label = |batch| m.schedule_label(&m.default_schedule(batch));
+        assert_eq!(label(1), "c8 early");
+        assert_eq!(label(63), "c8 early");
+        for batch in [64, SWEEP_BATCH, 512] {
+            assert_eq!(label(batch), "c4 early bal");
+        }
+        let list = m.sweep_at(SWEEP_BATCH);
+        assert_eq!(list[0], m.default_schedule(SWEEP_BATCH));
+        assert!(list.contains(&m.default_schedule(1)));
+    }
+
+    #[test]
     fn same_bytes_are_the_state_traffic_the_rows_count() {
         // The bytes behind "of copy" and "of same-bytes copy" are the same,
         // at every batch the sweep measures, for both families.

@@ -41,8 +41,11 @@
 //! state's loads and stores, the early schedule, the PDL trigger at entry
 //! and the driver's load-balancing cluster scheduling policy (`balance`;
 //! only where the plan has clusters of more than one CTA). None changes the
-//! math; `sweep_schedules` lists what the bench
-//! measures. The default is the layout above without the early schedule.
+//! math; `sweep_schedules` lists what the bench measures. The default
+//! depends on the batch ([`Schedule::for_batch`]): below [`TUNED_BATCH`]
+//! requests the early schedule with clusters of up to 8 CTAs
+//! ([`Schedule::for_config`]), from it on clusters of up to 4 with the
+//! load-balancing policy where those fit.
 //!
 //! ## Order
 //!
@@ -64,6 +67,10 @@ use crate::config::Mamba2Config;
 pub const MAX_CLUSTER: u32 = 16;
 /// Most heads per CTA [`Schedule::for_config`] trades a smaller cluster for.
 pub const MAX_DEFAULT_HEADS_PER_CTA: u32 = 6;
+
+/// The least batch that gets the bandwidth schedule of [`Schedule::for_batch`]
+/// (the smallest batch measured to gain from it).
+pub const TUNED_BATCH: usize = 64;
 
 /// State values a thread holds per wave.
 pub const WAVE_VALUES: u32 = 64;
@@ -140,7 +147,9 @@ impl Schedule {
         ..Schedule::PLAIN
     };
 
-    /// The schedule `cfg` gets by default: [`Schedule::DEFAULT`] with
+    /// The small-batch default (what [`Schedule::for_batch`] gives below
+    /// [`TUNED_BATCH`], and what [`build`] and [`Plan::new`] use where the
+    /// batch is not known): [`Schedule::DEFAULT`] with
     /// clusters of up to 8 CTAs where that puts at most
     /// [`MAX_DEFAULT_HEADS_PER_CTA`] heads in a CTA. Measured on the H200
     /// (`decode-bench`, 2026-12-02, docs/perf.md) at H24 G1: clusters of 8
@@ -157,6 +166,40 @@ impl Schedule {
         match Plan::with(cfg, &wide) {
             Ok(plan) if plan.heads_per_cta <= MAX_DEFAULT_HEADS_PER_CTA => wide,
             _ => Schedule::DEFAULT,
+        }
+    }
+
+    /// The schedule a launch of `batch` requests gets by default
+    /// (`run::run`, `run::prepare`, the Python package, the bench): below
+    /// [`TUNED_BATCH`] [`Schedule::for_config`]; from it on the same with
+    /// clusters of up to 4 CTAs and the load-balancing cluster policy
+    /// (`balance`), where that plan has clusters of more than one CTA and at
+    /// most [`MAX_DEFAULT_HEADS_PER_CTA`] heads in a CTA — else
+    /// [`Schedule::for_config`] again. Measured on the H200 (`decode-bench`,
+    /// 2026-12-03, docs/gpu-runs/2026-12-03-balance-3f0150f) at H24 G1 P64
+    /// N128: `c4 early bal` (6 heads per CTA) reaches 86.3 / 86.7 / 88.7 % of
+    /// the copy ceiling at batch 64 / 128 / 512 against 79.1 / 85.4 / 87.3 %
+    /// for `c8 early`, but takes 7.38 µs at batch 1 against 4.20 µs (half
+    /// the CTAs). Clusters of 4 without the policy (82.9 % at batch 128) or
+    /// the policy on clusters of 8 (83.8 %) lose, so a plan whose clusters
+    /// of 4 fall to one CTA (the policy does nothing there) keeps
+    /// [`Schedule::for_config`], as does one that would put more heads in a
+    /// CTA than the limit (spills).
+    pub fn for_batch(cfg: &Mamba2Config, batch: usize) -> Schedule {
+        let small = Schedule::for_config(cfg);
+        if batch < TUNED_BATCH {
+            return small;
+        }
+        let tuned = Schedule {
+            max_cluster: 4,
+            balance: true,
+            ..small
+        };
+        match Plan::with(cfg, &tuned) {
+            Ok(plan) if plan.cluster > 1 && plan.heads_per_cta <= MAX_DEFAULT_HEADS_PER_CTA => {
+                tuned
+            }
+            _ => small,
         }
     }
 
@@ -239,7 +282,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of `cfg`'s default schedule ([`Schedule::for_config`]).
+    /// The plan of `cfg`'s small-batch default schedule
+    /// ([`Schedule::for_config`]); a launch of known batch uses
+    /// `Plan::with(cfg, &Schedule::for_batch(cfg, batch))`.
     pub fn new(cfg: &Mamba2Config) -> Plan {
         Plan::with(cfg, &Schedule::for_config(cfg)).expect("the default schedule fits every config")
     }
@@ -613,7 +658,9 @@ pub fn mamba2_decode<W: Elem, Bi: Elem>(
 }
 
 /// The kernel for `cfg` with `conv_weight` and `conv_bias` stored as f32
-/// (else bf16; the bias flag is ignored without a bias), default schedule.
+/// (else bf16; the bias flag is ignored without a bias), small-batch default
+/// schedule ([`Schedule::for_config`]; a launch of known batch builds
+/// [`Schedule::for_batch`] with [`build_with`]).
 pub fn build(cfg: &Mamba2Config, weights_f32: bool, bias_f32: bool) -> Kernel {
     build_with(cfg, weights_f32, bias_f32, &Schedule::for_config(cfg))
         .expect("the default schedule fits every config")
@@ -757,6 +804,66 @@ mod tests {
             ..Mamba2Config::default()
         };
         Plan::new(&cfg.validated().unwrap())
+    }
+
+    fn config(heads: u32, n_groups: u32) -> Mamba2Config {
+        Mamba2Config {
+            heads,
+            n_groups,
+            ..Mamba2Config::default()
+        }
+        .validated()
+        .unwrap()
+    }
+
+    #[test]
+    fn for_batch_takes_clusters_of_4_balanced_from_the_tuned_batch() {
+        // Below the tuned batch: the small-batch default, whatever the shape.
+        for (h, g) in [(24, 1), (80, 1), (48, 1), (16, 1), (5, 1), (4, 4)] {
+            let cfg = config(h, g);
+            for batch in [0, 1, 8, TUNED_BATCH - 1] {
+                assert_eq!(
+                    Schedule::for_batch(&cfg, batch),
+                    Schedule::for_config(&cfg),
+                    "H{h} G{g} B{batch}"
+                );
+            }
+        }
+        // The measured shape (H24 G1): `c8 early` below, `c4 early bal`
+        // (clusters of 4, 6 heads per CTA) from 64 on.
+        let cfg = config(24, 1);
+        assert_eq!(Schedule::for_config(&cfg).label(), "c8 early");
+        for batch in [TUNED_BATCH, 128, 512, 1 << 20] {
+            let s = Schedule::for_batch(&cfg, batch);
+            assert_eq!(
+                s,
+                Schedule {
+                    max_cluster: 4,
+                    balance: true,
+                    ..Schedule::for_config(&cfg)
+                }
+            );
+            assert_eq!(s.label(), "c4 early bal");
+            let p = Plan::with(&cfg, &s).unwrap();
+            assert_eq!((p.cluster, p.heads_per_cta), (4, 6));
+        }
+        // 16 heads: clusters of 4 (4 heads per CTA) fit too.
+        let p = Plan::with(&config(16, 1), &Schedule::for_batch(&config(16, 1), 64)).unwrap();
+        assert_eq!((p.cluster, p.heads_per_cta), (4, 4));
+        // Where clusters of 4 would put more than MAX_DEFAULT_HEADS_PER_CTA
+        // heads in a CTA (80 heads: 20; 48: 12), or fall to one CTA where the
+        // policy does nothing (5 heads: one CTA of 5; 17: one of 17; one head
+        // per group), the small-batch default stays.
+        for (h, g) in [(80, 1), (48, 1), (5, 1), (17, 1), (4, 4)] {
+            let cfg = config(h, g);
+            assert_eq!(
+                Schedule::for_batch(&cfg, 128),
+                Schedule::for_config(&cfg),
+                "H{h} G{g}"
+            );
+        }
+        assert_eq!(Schedule::for_config(&config(48, 1)).label(), "c8 early");
+        assert_eq!(Schedule::for_config(&config(80, 1)).label(), "early");
     }
 
     #[test]

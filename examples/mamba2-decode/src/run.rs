@@ -32,13 +32,14 @@ pub fn tensor_args(args: &Mamba2Args) -> Vec<&HostTensor> {
     args.tensors()
 }
 
-/// Validate, build (default schedule), load and upload.
+/// Validate, build (the batch's default schedule, [`Schedule::for_batch`] at
+/// `args.requests()`), load and upload.
 pub fn prepare<D: Device>(
     dev: &D,
     cfg: &Mamba2Config,
     args: &Mamba2Args,
 ) -> Result<Prepared<D>, RunError> {
-    prepare_with(dev, cfg, args, &Schedule::for_config(cfg))
+    prepare_with(dev, cfg, args, &Schedule::for_batch(cfg, args.requests()))
 }
 
 /// The kernel for these arguments' conv dtypes and `schedule` (not yet
@@ -73,10 +74,10 @@ pub fn prepare_with<D: Device>(
     Ok(Prepared::new(dev, kernel, args, grid, &[])?)
 }
 
-/// Validate, run once (default schedule) and read back output, state and
-/// conv state.
+/// Validate, run once (the batch's default schedule, [`Schedule::for_batch`]
+/// at `args.requests()`) and read back output, state and conv state.
 pub fn run<D: Device>(dev: &D, cfg: &Mamba2Config, args: &Mamba2Args) -> Result<Actual, RunError> {
-    run_with(dev, cfg, args, &Schedule::for_config(cfg))
+    run_with(dev, cfg, args, &Schedule::for_batch(cfg, args.requests()))
 }
 
 /// [`run`] with `schedule`.

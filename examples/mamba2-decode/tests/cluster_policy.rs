@@ -8,7 +8,7 @@
 use kda_ir::ClusterPolicy;
 use kda_ir::pipeline::{Options, compile};
 use mamba2_decode::Mamba2Config;
-use mamba2_decode::kernel::{Plan, Schedule, build_with, sweep_schedules};
+use mamba2_decode::kernel::{Plan, Schedule, TUNED_BATCH, build_with, sweep_schedules};
 
 fn config(heads: u32, n_groups: u32) -> Mamba2Config {
     Mamba2Config {
@@ -38,6 +38,8 @@ fn balance_sets_load_balancing_exactly_with_clusters() {
             1,
         ),
         ((24, 1), Schedule::for_config(&config(24, 1)), 8),
+        // The large-batch default at the bench's shape: clusters of 4.
+        ((24, 1), Schedule::for_batch(&config(24, 1), TUNED_BATCH), 4),
         ((24, 1), Schedule::PLAIN, 12),
     ];
     for ((heads, groups), base, cluster) in cases {
@@ -96,4 +98,8 @@ fn the_sweep_measures_every_early_schedule_balanced() {
         .label(),
         "c8 early bal"
     );
+    // So is the large-batch default, as it is.
+    let large = Schedule::for_batch(&config(24, 1), 128);
+    assert!(large.balance && balanced.contains(&large));
+    assert_eq!(large.label(), "c4 early bal");
 }

@@ -3,10 +3,10 @@
 
 use kda_host::{Actual, Expected, Report};
 use kda_runtime::Device;
-use mamba2_decode::{Arg, ConvLayout, GenOptions, Mamba2Args, Mamba2Config};
+use mamba2_decode::{Arg, ConvLayout, GenOptions, Mamba2Args};
 
 use super::{Gen, Generated, Item};
-use crate::families::mamba2::Mamba2;
+use crate::families::mamba2::{Mamba2, Mamba2Launch};
 
 impl Generated for Mamba2 {
     const HOLES: bool = false;
@@ -28,20 +28,21 @@ impl Generated for Mamba2 {
         args.tensor(Arg::from_name(name)?).map(Item::Tensor)
     }
 
-    fn run<D: Device>(dev: &D, cfg: &Mamba2Config, args: &Mamba2Args) -> Result<Actual, String> {
-        mamba2_decode::run::run(dev, cfg, args).map_err(|e| e.to_string())
+    /// With the launch's schedule (the batch's default).
+    fn run<D: Device>(dev: &D, l: &Mamba2Launch, args: &Mamba2Args) -> Result<Actual, String> {
+        mamba2_decode::run::run_with(dev, &l.cfg, args, &l.schedule).map_err(|e| e.to_string())
     }
 
-    fn reference(cfg: &Mamba2Config, args: &Mamba2Args) -> Result<Expected, String> {
-        mamba2_decode::reference(cfg, args).map_err(|e| format!("{e:?}"))
+    fn reference(l: &Mamba2Launch, args: &Mamba2Args) -> Result<Expected, String> {
+        mamba2_decode::reference(&l.cfg, args).map_err(|e| format!("{e:?}"))
     }
 
     fn compare(
-        cfg: &Mamba2Config,
+        l: &Mamba2Launch,
         args: &Mamba2Args,
         actual: &Actual,
         expected: &Expected,
     ) -> Report {
-        mamba2_decode::compare(cfg, args, actual, expected)
+        mamba2_decode::compare(&l.cfg, args, actual, expected)
     }
 }
