@@ -170,6 +170,31 @@ pub fn assembles_without_spills(label: &str, kernel: &kda_ir::Kernel) -> bool {
     }
 }
 
+/// Asserts what a kernel's `balance` schedule knob promises: the traced
+/// `kernel` asks for the load-balancing cluster scheduling policy exactly
+/// where `balance` is on and its clusters have more than one CTA (else the
+/// default), it compiles through the whole pipeline (verifier included),
+/// and its PTX names the policy exactly then.
+pub fn assert_balance_policy(label: &str, kernel: &kda_ir::Kernel, balance: bool) {
+    use kda_ir::ClusterPolicy;
+    use kda_ir::pipeline::{Options, compile};
+    let want = ClusterPolicy::load_balancing_if(balance, kernel.launch.cluster);
+    assert_eq!(
+        want == ClusterPolicy::LoadBalancing,
+        balance && kernel.launch.cluster > 1,
+        "{label}"
+    );
+    assert_eq!(kernel.launch.cluster_policy, want, "{label}");
+    let ptx = compile(kernel, &Options::default())
+        .unwrap_or_else(|e| panic!("{label}: {e}"))
+        .ptx;
+    assert_eq!(
+        ptx.contains("// cluster scheduling policy: balance"),
+        want == ClusterPolicy::LoadBalancing,
+        "{label}"
+    );
+}
+
 /// How two runs of one launch agree (a GPU run and the simulator's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Agreement {

@@ -6,8 +6,7 @@
 
 use gdn_decode::GdnConfig;
 use gdn_decode::kernel::{Dtypes, Schedule, build};
-use kda_ir::ClusterPolicy;
-use kda_ir::pipeline::{Options, compile};
+use kda_host::testing::assert_balance_policy;
 
 #[test]
 fn balance_sets_load_balancing_exactly_with_clusters() {
@@ -23,21 +22,7 @@ fn balance_sets_load_balancing_exactly_with_clusters() {
                     let k = build(&cfg, &Dtypes::default(), &s)
                         .unwrap_or_else(|e| panic!("{label}: {e}"));
                     assert_eq!(k.launch.cluster, group, "{label}");
-                    let want = if balance && group > 1 {
-                        ClusterPolicy::LoadBalancing
-                    } else {
-                        ClusterPolicy::Default
-                    };
-                    assert_eq!(k.launch.cluster_policy, want, "{label}");
-                    // The whole pipeline, verifier included.
-                    let ptx = compile(&k, &Options::default())
-                        .unwrap_or_else(|e| panic!("{label}: {e}"))
-                        .ptx;
-                    assert_eq!(
-                        ptx.contains("// cluster scheduling policy: balance"),
-                        want == ClusterPolicy::LoadBalancing,
-                        "{label}"
-                    );
+                    assert_balance_policy(&label, &k, balance);
                 }
             }
         }

@@ -5,8 +5,7 @@
 //! (a policy without clusters does not verify), and every such kernel
 //! compiles.
 
-use kda_ir::ClusterPolicy;
-use kda_ir::pipeline::{Options, compile};
+use kda_host::testing::assert_balance_policy;
 use mamba2_decode::Mamba2Config;
 use mamba2_decode::kernel::{Plan, Schedule, TUNED_BATCH, build_with, sweep_schedules};
 
@@ -50,21 +49,7 @@ fn balance_sets_load_balancing_exactly_with_clusters() {
             assert_eq!(Plan::with(&cfg, &s).unwrap().cluster, cluster, "{label}");
             let k = build_with(&cfg, false, false, &s).unwrap_or_else(|e| panic!("{label}: {e}"));
             assert_eq!(k.launch.cluster, cluster, "{label}");
-            let want = if balance && cluster > 1 {
-                ClusterPolicy::LoadBalancing
-            } else {
-                ClusterPolicy::Default
-            };
-            assert_eq!(k.launch.cluster_policy, want, "{label}");
-            // The whole pipeline, verifier included.
-            let ptx = compile(&k, &Options::default())
-                .unwrap_or_else(|e| panic!("{label}: {e}"))
-                .ptx;
-            assert_eq!(
-                ptx.contains("// cluster scheduling policy: balance"),
-                want == ClusterPolicy::LoadBalancing,
-                "{label}"
-            );
+            assert_balance_policy(&label, &k, balance);
         }
     }
 }
