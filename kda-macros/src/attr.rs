@@ -61,35 +61,27 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
         }
     };
     for nv in parsed {
-        let slot = if nv.path == BLOCK {
-            &mut out.block
+        // `counts`: the argument is a thread or CTA count, never a string;
+        // the other expressions (flags, the cluster policy) are left to the
+        // type checker.
+        let (slot, counts) = if nv.path == BLOCK {
+            (&mut out.block, true)
         } else if nv.path == CLUSTER {
-            &mut out.cluster
+            (&mut out.cluster, true)
         } else if nv.path == MIN_BLOCKS {
-            &mut out.min_blocks
+            (&mut out.min_blocks, true)
         } else if nv.path == MAX_REGS {
-            &mut out.max_regs
+            (&mut out.max_regs, true)
         } else if nv.path == WAVE {
-            &mut out.wave
-        } else if nv.path == EARLY
-            || nv.path == TRIGGER_AT_ENTRY
-            || nv.path == LATE_RELEASE
-            || nv.path == CLUSTER_POLICY
-        {
-            let hint = if nv.path == EARLY {
-                &mut out.early
-            } else if nv.path == TRIGGER_AT_ENTRY {
-                &mut out.trigger_at_entry
-            } else if nv.path == LATE_RELEASE {
-                &mut out.late_release
-            } else {
-                &mut out.cluster_policy
-            };
-            if hint.is_some() {
-                cx.error_spanned_by(&nv.path, "duplicate `cluster_kernel` argument");
-            }
-            *hint = Some(nv.value);
-            continue;
+            (&mut out.wave, true)
+        } else if nv.path == EARLY {
+            (&mut out.early, false)
+        } else if nv.path == TRIGGER_AT_ENTRY {
+            (&mut out.trigger_at_entry, false)
+        } else if nv.path == LATE_RELEASE {
+            (&mut out.late_release, false)
+        } else if nv.path == CLUSTER_POLICY {
+            (&mut out.cluster_policy, false)
         } else if nv.path == NAME {
             match &nv.value {
                 Expr::Lit(syn::ExprLit {
@@ -114,9 +106,12 @@ pub fn launch(cx: &Ctxt, args: TokenStream) -> Launch {
             );
             continue;
         };
-        if let Expr::Lit(syn::ExprLit {
-            lit: Lit::Str(s), ..
-        }) = &nv.value
+        if let (
+            true,
+            Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(s), ..
+            }),
+        ) = (counts, &nv.value)
         {
             cx.error_spanned_by(
                 s,

@@ -7,6 +7,7 @@
 use std::ffi::c_void;
 
 use cudarc::driver::{DriverError, sys};
+use kda_ir::ClusterPolicy;
 
 use crate::launch::ScalarArg;
 
@@ -22,10 +23,9 @@ pub(crate) struct LaunchDims {
     /// Programmatic stream serialization: the launch may begin while the
     /// preceding one on the stream runs; its `griddepcontrol.wait` waits for it.
     pub pdl: bool,
-    /// The cluster scheduling policy preference (the driver's
-    /// `CUclusterSchedulingPolicy`: 0 default, 1 spread, 2 load balancing);
-    /// 0 adds no attribute.
-    pub cluster_policy: u32,
+    /// The cluster scheduling policy preference; `Default` adds no
+    /// attribute.
+    pub cluster_policy: ClusterPolicy,
 }
 
 // The parameter slots below hold narrower values in the low bytes of a u64.
@@ -88,10 +88,11 @@ impl Attributes {
         }
         // Per launch, not on the function: kernels loaded from one PTX text
         // share a function, and a graph's captured node keeps its own.
+        use sys::CUclusterSchedulingPolicy::*;
         let policy = match dims.cluster_policy {
-            0 => None,
-            1 => Some(sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_SPREAD),
-            _ => Some(sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING),
+            ClusterPolicy::Default => None,
+            ClusterPolicy::Spread => Some(CU_CLUSTER_SCHEDULING_POLICY_SPREAD),
+            ClusterPolicy::LoadBalancing => Some(CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING),
         };
         if let Some(p) = policy {
             attrs[n].id =

@@ -376,14 +376,13 @@ impl CudaKernel {
                 .then_some([self.kernel.launch.cluster, 1, 1]),
             dyn_smem_bytes: self.resources.dyn_smem_bytes,
             pdl: cfg.pdl,
+            // Only clusters of more than one CTA have a placement to prefer
+            // (the verifier rejects a policy without them; `load_ptx` may
+            // pair any kernel with any text).
             cluster_policy: if self.kernel.launch.cluster > 1 {
-                match self.kernel.launch.cluster_policy {
-                    ClusterPolicy::Default => 0,
-                    ClusterPolicy::Spread => 1,
-                    ClusterPolicy::LoadBalancing => 2,
-                }
+                self.kernel.launch.cluster_policy
             } else {
-                0
+                ClusterPolicy::Default
             },
         }
     }
