@@ -69,6 +69,15 @@ impl RawSchedule {
         self.0[6] != 0
     }
 
+    /// The schedule with entry 7 off: its balance twin's code. The cluster
+    /// scheduling policy is a launch attribute the runtime adds, so twins
+    /// differing only in entry 7 compile to the same PTX but for a comment.
+    pub fn without_balance(&self) -> RawSchedule {
+        let mut raw = self.0;
+        raw[6] = 0;
+        RawSchedule(raw)
+    }
+
     /// `early,lanes,occupancy,cluster,evict[,bulk_store[,balance]]`, as
     /// `--schedule` takes it.
     pub fn flag(&self) -> String {

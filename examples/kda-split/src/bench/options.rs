@@ -48,7 +48,7 @@ pub struct SweepArgs {
     /// tuned table's schedule at each point; seed or default: the seed's
     /// defaults 0,0,0; e1, e1-l8, e1-l16, e2, e2-c2, e2-c4, e2-c2-evict,
     /// e3-c2) or raw
-    /// early,lanes,occupancy\[,cluster\[,evict\[,bulk_store\[,balance\]\]\]\].
+    /// `early,lanes,occupancy[,cluster[,evict[,bulk_store[,balance]]]]`.
     #[arg(long = "schedule", value_name = "S", value_delimiter = ';')]
     pub schedules: Vec<Candidate>,
     /// Timed replays per configuration, in ms [default: 250; --quick: 100].

@@ -188,3 +188,37 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// clap prints doc comments as written, so a rustdoc escape such as
+    /// `\[` would show in `--help` verbatim: every command's help (short and
+    /// long) is free of them.
+    #[test]
+    fn help_has_no_rustdoc_escapes() {
+        fn check(cmd: &mut clap::Command, name: &str) {
+            for help in [cmd.render_help(), cmd.render_long_help()] {
+                let help = help.to_string();
+                let escaped = |line: &&str| {
+                    line.as_bytes()
+                        .windows(2)
+                        .any(|w| w[0] == b'\\' && w[1].is_ascii_punctuation())
+                };
+                if let Some(line) = help.lines().find(escaped) {
+                    panic!("`{name} --help` prints a rustdoc escape: {line}");
+                }
+            }
+            for sub in cmd.get_subcommands_mut() {
+                let name = format!("{name} {}", sub.get_name());
+                check(sub, &name);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        check(&mut cmd, "kda-split");
+    }
+}

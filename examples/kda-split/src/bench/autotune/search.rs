@@ -138,7 +138,11 @@ pub fn run(
             }
         };
         // The `top` fastest that do not spill (checked lazily: ptxas runs
-        // for each).
+        // for each). Balance twins (the same code, entry 7 apart) may both
+        // be finalists: they time differently (0 to 5 % between the twin
+        // finalists of the 2026-12-03 runs), and keeping one would leave the
+        // policy to the brief search, which ranked one pair wrongly there
+        // (H6 B1 T1: [1,8,0,8,0] first, its twin with balance faster in full).
         let mut finals: Vec<Candidate> = ranked
             .iter()
             .filter(|m| spill.usable(&point, &m.schedule))

@@ -40,6 +40,44 @@ pub fn pruned_by(cfg: &KdaConfig) -> Option<&'static str> {
     }
 }
 
+/// The grid of `opts` at `point`, unresolved and unpruned: every
+/// combination of the entries' values, nested in the order early, lanes,
+/// cluster, occupancy, evict, bulk_store, balance (the last varying
+/// fastest), less those with an entry on where it does not exist.
+fn grid(opts: &Options, point: &Point) -> Vec<[u32; 7]> {
+    let on_off = |on: bool| if on { vec![0, 1] } else { vec![0] };
+    // (schedule entry, its values), outermost first.
+    let axes = [
+        (0, vec![0, 1, 2, 3]),
+        (1, opts.lanes()),
+        (3, opts.cluster.clone()),
+        (2, opts.occupancy.clone()),
+        (4, on_off(opts.evict())),
+        // Entry 6 (each token's state rows through shared memory, one bulk
+        // store per token) exists at T > 1 only.
+        (5, on_off(point.tokens > 1 && opts.bulk_store())),
+        (6, on_off(opts.balance())),
+    ];
+    let product = axes.iter().fold(vec![[0; 7]], |outer, (entry, values)| {
+        outer
+            .iter()
+            .flat_map(|s| {
+                values.iter().map(move |&v| {
+                    let mut s = *s;
+                    s[*entry] = v;
+                    s
+                })
+            })
+            .collect()
+    });
+    // Evict exists where early >= 2; entry 7 (the clusters' load-balancing
+    // scheduling policy) with clusters of more than one CTA only.
+    product
+        .into_iter()
+        .filter(|s| (s[4] == 0 || s[0] >= 2) && (s[6] == 0 || s[3] > 1))
+        .collect()
+}
+
 /// The space of `opts` at `point` (gate mode 0, bias on).
 pub fn space(opts: &Options, point: &Point) -> Space {
     let mut out = Space::default();
@@ -77,46 +115,8 @@ pub fn space(opts: &Options, point: &Point) -> Space {
     for c in extras {
         push(None, &c.raw, false, &mut out);
     }
-    // Schedule entry 6 (each token's state rows through shared memory, one
-    // bulk store per token) exists at T > 1 only.
-    let bulks: &[u32] = if point.tokens > 1 && opts.bulk_store() {
-        &[0, 1]
-    } else {
-        &[0]
-    };
-    // Schedule entry 7 (the clusters' load-balancing scheduling policy)
-    // exists with clusters of more than one CTA only.
-    let balances = |cluster: u32| -> &[u32] {
-        if cluster > 1 && opts.balance() {
-            &[0, 1]
-        } else {
-            &[0]
-        }
-    };
-    for early in 0..=3u32 {
-        let evicts: &[u32] = if early >= 2 && opts.evict() {
-            &[0, 1]
-        } else {
-            &[0]
-        };
-        for lanes in opts.lanes() {
-            for &cluster in &opts.cluster {
-                for &occupancy in &opts.occupancy {
-                    for &evict in evicts {
-                        for &bulk in bulks {
-                            for &balance in balances(cluster) {
-                                push(
-                                    None,
-                                    &[early, lanes, occupancy, cluster, evict, bulk, balance],
-                                    true,
-                                    &mut out,
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
+    for raw in grid(opts, point) {
+        push(None, &raw, true, &mut out);
     }
     out
 }
@@ -125,6 +125,79 @@ pub fn space(opts: &Options, point: &Point) -> Space {
 mod tests {
     use super::super::options::tests::parse;
     use super::*;
+
+    /// The grid's order is that of the seven nested loops it replaced
+    /// (early, lanes, cluster, occupancy, evict, bulk_store, balance; checked
+    /// equal, candidate by candidate, with the pruned and invalid counts,
+    /// over 8 option sets at 9 points): the schedules resolving to one
+    /// already listed, and so the labels and the timing order, depend on it.
+    #[test]
+    fn the_grid_nests_its_entries_in_order() {
+        let o = parse(&[]);
+        let g = grid(&o, &Point::new(12, 64, 1));
+        // Per early, 4 lanes x (cluster 1, and 2, 4, 8 with balance off and
+        // on), twice at early 2 and 3 (evict).
+        assert_eq!(g.len(), 2 * 28 + 2 * 56);
+        assert_eq!(
+            g[..4],
+            [
+                [0, 4, 0, 1, 0, 0, 0],
+                [0, 4, 0, 2, 0, 0, 0],
+                [0, 4, 0, 2, 0, 0, 1],
+                [0, 4, 0, 4, 0, 0, 0]
+            ]
+        );
+        assert_eq!(g[g.len() - 1], [3, 32, 0, 8, 1, 0, 1]);
+        // Each list in the order given; the last entry varies fastest.
+        let o = parse(&[
+            "--lanes",
+            "32,4",
+            "--cluster",
+            "8,1,2",
+            "--occupancy",
+            "0,2",
+        ]);
+        let g = grid(&o, &Point::new(12, 8, 4));
+        let at = |list: &[u32], v: u32| list.iter().position(|&x| x == v).unwrap();
+        let keys: Vec<[usize; 7]> = g
+            .iter()
+            .map(|s| {
+                [
+                    s[0] as usize,
+                    at(&o.lanes(), s[1]),
+                    at(&o.cluster, s[3]),
+                    at(&o.occupancy, s[2]),
+                    s[4] as usize,
+                    s[5] as usize,
+                    s[6] as usize,
+                ]
+            })
+            .collect();
+        assert!(keys.is_sorted_by(|a, b| a < b));
+        // Per early, 2 lanes x 2 occupancies x bulk_store off and on x
+        // (cluster 1, and 2 and 8 with balance off and on); evict at early 2, 3.
+        assert_eq!(g.len(), 2 * 40 + 2 * 80);
+        assert_eq!(g[0], [0, 32, 0, 8, 0, 0, 0]);
+        assert_eq!(g[1], [0, 32, 0, 8, 0, 0, 1]);
+        assert_eq!(g[2], [0, 32, 0, 8, 0, 1, 0]);
+        // The space's grid part in that order (after the seed and the named).
+        let s = space(&parse(&[]), &Point::new(12, 8, 4));
+        let labels: Vec<&str> = s.candidates[3..9]
+            .iter()
+            .map(|c| c.label.as_str())
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "[0,4,0,2,0]",
+                "[0,4,0,2,0,0,1]",
+                "[0,4,0,2,0,1]",
+                "[0,4,0,2,0,1,1]",
+                "[0,4,0,4,0]",
+                "[0,4,0,4,0,0,1]"
+            ]
+        );
+    }
 
     #[test]
     fn the_space_is_valid_distinct_and_pruned() {

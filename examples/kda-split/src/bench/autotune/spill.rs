@@ -45,11 +45,14 @@ pub fn spills(point: &Point, schedule: &RawSchedule) -> Option<bool> {
     }
 }
 
-/// [`spills`] of one run, each (point, schedule) assembled once; without
-/// ptxas every schedule is usable.
+/// [`spills`] of one run, each (point, schedule) assembled once, and
+/// balance twins (schedules differing only in entry 7, which compile to the
+/// same code: [`RawSchedule::without_balance`]) once for both; without ptxas
+/// every schedule is usable.
 #[derive(Debug)]
 pub struct SpillCheck {
     checked: bool,
+    /// ptxas's verdict per point and schedule without balance.
     known: HashMap<(Point, RawSchedule), bool>,
     /// Local memory per thread the GPU's driver reported for a schedule at
     /// a point (its JIT may spill where ptxas does not).
@@ -117,7 +120,8 @@ impl SpillCheck {
         if !self.checked {
             return true;
         }
-        if let Some(&ok) = self.known.get(&(*point, *schedule)) {
+        let code = (*point, schedule.without_balance());
+        if let Some(&ok) = self.known.get(&code) {
             return ok;
         }
         let ok = match spills(point, schedule) {
@@ -131,7 +135,7 @@ impl SpillCheck {
         if !ok {
             println!("    {point}: {} spills: left out", text(schedule));
         }
-        self.known.insert((*point, *schedule), ok);
+        self.known.insert(code, ok);
         ok
     }
 }
@@ -180,5 +184,55 @@ mod tests {
         assert!(spill.usable(&other, &[0, 32, 0, 4, 0].into()));
         assert!(spill.usable(&at, &[0, 16, 0, 4, 0].into()));
         assert!(serde_json::from_value::<BenchFile>(json!({})).is_err());
+    }
+
+    /// The kernel [`spills`] assembles is the same for balance twins but for
+    /// the comment naming the policy, at T = 1 and T > 1 (bulk_store on):
+    /// ptxas's verdict on one holds for the other.
+    #[test]
+    fn balance_twins_assemble_the_same_code() {
+        let ptx = |point: &Point, schedule: &[u32]| {
+            let cfg =
+                KdaConfig::new(point.heads, point.batch, 0, true, schedule, point.tokens).unwrap();
+            let kernel = contiguous_kernel(&cfg, false).unwrap();
+            kda_ir::pipeline::compile(&kernel, &kda_ir::pipeline::Options::default())
+                .unwrap()
+                .ptx
+        };
+        let code = |ptx: String| -> Vec<String> {
+            ptx.lines()
+                .filter(|l| !l.starts_with("// cluster scheduling policy:"))
+                .map(str::to_string)
+                .collect()
+        };
+        for (point, off) in [
+            (Point::new(12, 64, 1), [2, 8, 0, 2, 1, 0, 0]),
+            (Point::new(12, 8, 4), [1, 16, 0, 4, 0, 1, 0]),
+        ] {
+            let on = RawSchedule([off[0], off[1], off[2], off[3], off[4], off[5], 1]);
+            assert_eq!(on.without_balance(), RawSchedule(off));
+            let (a, b) = (ptx(&point, &off), ptx(&point, on.entries()));
+            assert_ne!(a, b, "{point}: the policy is named");
+            assert_eq!(code(a), code(b), "{point}");
+        }
+    }
+
+    #[test]
+    fn balance_twins_share_one_ptxas_verdict() {
+        let at = Point::new(12, 64, 1);
+        let (off, on): (RawSchedule, RawSchedule) =
+            ([0, 16, 0, 4, 0].into(), [0, 16, 0, 4, 0, 0, 1].into());
+        let mut spill = SpillCheck::new();
+        // As if ptxas had found the twin without balance spilling: the
+        // other is not assembled again (without ptxas it would be usable,
+        // with it it does not spill).
+        spill.checked = true;
+        spill.known.insert((at, off), false);
+        assert!(!spill.usable(&at, &on));
+        assert!(!spill.usable(&at, &off));
+        spill.known.clear();
+        spill.known.insert((at, off), true);
+        assert!(spill.usable(&at, &on));
+        assert_eq!(spill.known.len(), 1);
     }
 }
