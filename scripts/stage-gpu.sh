@@ -207,9 +207,11 @@ for tool in memcheck racecheck synccheck; do
             "${run[@]}" "sanitizer-$tool-pipelined-copy-$path" "$sanitizer" "${args[@]}" "$here/bin/pipelined-copy" --path "$path"
         done
         # KdaSplit: one configuration per early level (matrix points 0, 1, 4,
-        # 5 are early 0, 1, 2, 3; 5 is also the one-CTA cluster), one launch
-        # each so racecheck stays in time.
-        for point in 0 1 4 5; do
+        # 5 are early 0, 1, 2, 3; 5 is also the one-CTA cluster) and the
+        # T > 1 bulk-store family (17: each token's rows through the shared
+        # ring, padding and a write hole), one launch each so racecheck stays
+        # in time.
+        for point in 0 1 4 5 17; do
             KDA_GPU_POINTS=$point "${run[@]}" "sanitizer-$tool-kda-$point" "$sanitizer" "${args[@]}" \
                 "$here/tests/gpu_kda" --test-threads=1 --nocapture
         done
