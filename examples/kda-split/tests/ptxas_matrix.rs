@@ -11,7 +11,7 @@ use kda_split::KdaConfig;
 use kda_split::kernel::{Dtypes, build};
 use kda_split::run::contiguous_kernel;
 use kda_split::testing::assembles_without_spills;
-use kda_split::tuned::TunedTable;
+use kda_split::tuned::{RawSchedule, TunedTable};
 
 fn assemble(label: &str, cfg: &KdaConfig) -> bool {
     let kernel = build(cfg, &Dtypes::default()).expect("bf16 arguments are supported");
@@ -92,28 +92,44 @@ fn bulk_store_variants_of_tuned_schedules_assemble_without_spills() {
 /// Schedule entry 7 (balance) reaches the kernel's launch and its PTX (a
 /// comment above the entry: PTX has no directive for the policy, the
 /// runtime adds it to each launch), and nothing else of the PTX changes.
+/// Balance twins (schedules differing only in entry 7) build the same kernel
+/// but for the launch policy and the comment naming it, at T = 1 and at
+/// T > 1 with bulk_store on: the kernel `run` launches for contiguous
+/// tensors, which the autotune's spill check assembles once for both
+/// ([`RawSchedule::without_balance`]).
 #[test]
 fn balance_is_the_launch_policy_and_leaves_the_code_alone() {
     use kda::ir::ClusterPolicy;
     use kda::ir::pipeline::{Options, compile};
-    let ptx = |schedule: &[u32]| {
-        let cfg = KdaConfig::new(12, 64, 0, true, schedule, 4).unwrap();
-        let kernel = build(&cfg, &Dtypes::default()).unwrap();
+    let ptx = |tokens: u32, schedule: &RawSchedule| {
+        let cfg = KdaConfig::new(12, 64, 0, true, schedule.entries(), tokens).unwrap();
+        let kernel = contiguous_kernel(&cfg, false).unwrap();
         let policy = kernel.launch.cluster_policy;
         (policy, compile(&kernel, &Options::default()).unwrap().ptx)
     };
-    let (off_policy, off) = ptx(&[0, 16, 0, 4, 0, 1]);
-    let (on_policy, on) = ptx(&[0, 16, 0, 4, 0, 1, 1]);
-    assert_eq!(
-        (off_policy, on_policy),
-        (ClusterPolicy::Default, ClusterPolicy::LoadBalancing)
-    );
-    let comment = "// cluster scheduling policy: balance";
-    assert!(on.contains(comment) && !off.contains(comment));
-    let without: String = on
-        .lines()
-        .filter(|l| !l.starts_with(comment))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_eq!(without, off);
+    for (tokens, off) in [(1, [2, 8, 0, 2, 1, 0, 0]), (4, [0, 16, 0, 4, 0, 1, 0])] {
+        let (off, on) = (
+            RawSchedule(off),
+            RawSchedule([off[0], off[1], off[2], off[3], off[4], off[5], 1]),
+        );
+        assert_eq!(on.without_balance(), off);
+        let (off_policy, off_ptx) = ptx(tokens, &off);
+        let (on_policy, on_ptx) = ptx(tokens, &on);
+        assert_eq!(
+            (off_policy, on_policy),
+            (ClusterPolicy::Default, ClusterPolicy::LoadBalancing),
+            "T = {tokens}"
+        );
+        let comment = "// cluster scheduling policy: balance";
+        assert!(
+            on_ptx.contains(comment) && !off_ptx.contains(comment),
+            "T = {tokens}"
+        );
+        let without: String = on_ptx
+            .lines()
+            .filter(|l| !l.starts_with(comment))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(without, off_ptx, "T = {tokens}");
+    }
 }

@@ -186,37 +186,9 @@ mod tests {
         assert!(serde_json::from_value::<BenchFile>(json!({})).is_err());
     }
 
-    /// The kernel [`spills`] assembles is the same for balance twins but for
-    /// the comment naming the policy, at T = 1 and T > 1 (bulk_store on):
-    /// ptxas's verdict on one holds for the other.
-    #[test]
-    fn balance_twins_assemble_the_same_code() {
-        let ptx = |point: &Point, schedule: &[u32]| {
-            let cfg =
-                KdaConfig::new(point.heads, point.batch, 0, true, schedule, point.tokens).unwrap();
-            let kernel = contiguous_kernel(&cfg, false).unwrap();
-            kda_ir::pipeline::compile(&kernel, &kda_ir::pipeline::Options::default())
-                .unwrap()
-                .ptx
-        };
-        let code = |ptx: String| -> Vec<String> {
-            ptx.lines()
-                .filter(|l| !l.starts_with("// cluster scheduling policy:"))
-                .map(str::to_string)
-                .collect()
-        };
-        for (point, off) in [
-            (Point::new(12, 64, 1), [2, 8, 0, 2, 1, 0, 0]),
-            (Point::new(12, 8, 4), [1, 16, 0, 4, 0, 1, 0]),
-        ] {
-            let on = RawSchedule([off[0], off[1], off[2], off[3], off[4], off[5], 1]);
-            assert_eq!(on.without_balance(), RawSchedule(off));
-            let (a, b) = (ptx(&point, &off), ptx(&point, on.entries()));
-            assert_ne!(a, b, "{point}: the policy is named");
-            assert_eq!(code(a), code(b), "{point}");
-        }
-    }
-
+    /// Balance twins build the same code (`tests/ptxas_matrix.rs`,
+    /// `balance_is_the_launch_policy_and_leaves_the_code_alone`), so one
+    /// ptxas verdict serves both.
     #[test]
     fn balance_twins_share_one_ptxas_verdict() {
         let at = Point::new(12, 64, 1);
