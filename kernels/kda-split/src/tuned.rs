@@ -1,5 +1,5 @@
 //! Default schedules chosen by measurement: the table `kda-split autotune`
-//! writes (`examples/kda-split/tuned.json`, compiled in), and the lookup
+//! writes (`kernels/kda-split/tuned.json`, compiled in), and the lookup
 //! behind `KdaConfig::tuned` and the CLI's `--schedule auto`.
 //!
 //! The table holds, per measured point (heads, batch, tokens), the chosen

@@ -13,7 +13,7 @@ use crate::bench::options::{SweepArgs, positive, product};
 use crate::bench::workload::Point;
 
 /// Where the table goes by default (from the repository root).
-pub const DEFAULT_OUT: &str = "examples/kda-split/tuned.json";
+pub const DEFAULT_OUT: &str = "kernels/kda-split/tuned.json";
 
 /// A value of `--search-ms`, `--min-gain` or `--minutes` that is not one.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]

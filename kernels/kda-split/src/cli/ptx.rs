@@ -1,6 +1,6 @@
 //! `ptx`: the source-annotated PTX (or the scheduled IR) of a configuration.
 //! Each PTX instruction group is preceded by a `//` comment naming the DSL
-//! source line (`examples/kda-split/src/kernel.rs:LINE`) and its IR.
+//! source line (`kernels/kda-split/src/kernel.rs:LINE`) and its IR.
 
 use std::io::Write;
 use std::path::PathBuf;

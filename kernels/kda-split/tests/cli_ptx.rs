@@ -18,7 +18,7 @@ fn ptx_is_sm_90a_with_source_comments() {
     let comments: Vec<&str> = ptx
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("// examples/kda-split/src/kernel.rs:"))
+        .filter(|l| l.starts_with("// kernels/kda-split/src/kernel.rs:"))
         .collect();
     assert!(
         comments.len() > 100,
