@@ -297,7 +297,7 @@ fn expand(k: Kernel) -> TokenStream {
         }
     }
 
-    let launch_module = crate::launch::module(&vis, &ident, &generics, &params);
+    let launch_module = crate::launch::module(&vis, &ident, &generics, &params, &comptime);
     let mut rw = Rewrite {
         nodes,
         decls: &decls,

@@ -25,8 +25,8 @@ use kda_runtime::{
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::gpu;
-use crate::view::{Place, View};
+use kda_bind::gpu;
+use kda_bind::view::{Place, View};
 
 /// What the bindings need to know of a kernel crate.
 pub trait Family: Send + Sync + 'static {
@@ -472,7 +472,7 @@ impl<F: Family> Engine<F> {
         let mut tensors = Vec::with_capacity(call.tensors.len());
         for (name, v) in &call.tensors {
             // SAFETY: the span is the array's own storage, referenced by `v`.
-            let bytes = unsafe { host_bytes(v.ptr, v.span_bytes()) };
+            let bytes = unsafe { host_bytes(v.ptr, v.span_bytes()?) };
             tensors.push(tensor(name, v, host_data(v.dtype, &bytes))?);
             storage.push(bytes);
         }
@@ -536,7 +536,7 @@ impl<F: Family> Engine<F> {
         let tensors = call
             .tensors
             .iter()
-            .map(|(name, v)| tensor(name, v, zeros(v.dtype, v.span())))
+            .map(|(name, v)| tensor(name, v, zeros(v.dtype, v.span()?)))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(self.family.assemble(tensors, &call.scalars))
     }
@@ -552,9 +552,9 @@ impl<F: Family> Engine<F> {
         let g =
             gpu::gpu(ordinal).map_err(|e| runtime_err(&format!("opening cuda:{ordinal}"), e))?;
         let cu_stream = stream as cudarc::driver::sys::CUstream;
-        let capturing = g
-            .capturing(cu_stream)
-            .map_err(|e| runtime_err("querying the stream", e))?;
+        // SAFETY: the caller's stream of this device.
+        let capturing =
+            unsafe { g.capturing(cu_stream) }.map_err(|e| runtime_err("querying the stream", e))?;
 
         let layout_key = LayoutKey {
             cfg: *cfg,
@@ -599,8 +599,8 @@ impl<F: Family> Engine<F> {
         let buffers: Vec<_> = call
             .tensors
             .iter()
-            .map(|(_, v)| unsafe { g.dev.borrow_external(v.ptr, v.span_bytes()) })
-            .collect();
+            .map(|(_, v)| Ok(unsafe { g.dev.borrow_external(v.ptr, v.span_bytes()?) }))
+            .collect::<PyResult<_>>()?;
         let refs: Vec<_> = buffers.iter().collect();
         // SAFETY: `stream` is the caller's stream of this device (torch's
         // current stream unless given), alive for the call.
@@ -638,8 +638,8 @@ impl<F: Family> Engine<F> {
                 return Ok(None);
             };
             let v = &call.tensors[i].1;
-            let bytes = g
-                .read(stream, v.ptr, v.span_bytes())
+            // SAFETY: the caller's stream and a CUDA array of this device.
+            let bytes = unsafe { g.read(stream, v.ptr, v.span_bytes()?) }
                 .map_err(|e| runtime_err(&format!("reading {name}"), e))?;
             Ok(Some(tensor(name, v, host_data(v.dtype, &bytes))?))
         };

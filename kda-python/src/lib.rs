@@ -6,9 +6,8 @@
 mod classes;
 mod engine;
 mod families;
-mod gpu;
+
 mod testing;
-mod view;
 
 use pyo3::prelude::*;
 

@@ -99,21 +99,6 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::engine::{Engine, Family};
 
-/// The stream handle of `stream` (None: the current stream of the array
-/// library, see `kda/_stream.py`) for device `ordinal`.
-fn resolve_stream(
-    py: Python<'_>,
-    stream: Option<&Bound<'_, PyAny>>,
-    ordinal: usize,
-) -> PyResult<u64> {
-    let helpers = py.import("kda._stream")?;
-    let handle = match stream {
-        None => helpers.call_method1("current", (ordinal,))?,
-        Some(s) => helpers.call_method1("handle", (s,))?,
-    };
-    handle.extract()
-}
-
 /// `.ptx()` and `.info()` of a family: the kernel last launched, or the
 /// contiguous one of `requests` requests.
 fn kernel_of<F: Family>(engine: &Engine<F>, requests: Option<u32>) -> PyResult<kda_ir::Kernel> {
@@ -211,7 +196,7 @@ pub(crate) fn call<F: Family>(
     let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
     engine.call(
         &items,
-        |ordinal| resolve_stream(py, stream, ordinal),
+        |ordinal| kda_bind::resolve_stream(py, stream, ordinal),
         check_slots,
     )
 }

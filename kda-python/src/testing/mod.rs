@@ -336,7 +336,7 @@ fn run_on<F: Generated>(device: &str, cfg: &F::Config, args: &F::Args) -> PyResu
     match device {
         "sim" => F::run(&SimDevice::new(), cfg, args),
         "cuda" => {
-            let g = crate::gpu::gpu(0).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            let g = kda_bind::gpu::gpu(0).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
             F::run(&g.dev, cfg, args)
         }
         other => {

@@ -12,6 +12,7 @@ use kda_runtime::{CudaDevice, RuntimeError};
 /// An opened GPU: the runtime's device and its (primary) context, which
 /// the raw calls below bind to the calling thread.
 pub struct Gpu {
+    /// The runtime's device.
     pub dev: CudaDevice,
     ctx: Arc<CudaContext>,
 }
@@ -66,7 +67,10 @@ impl Gpu {
 
     /// Whether `stream` is capturing a CUDA graph (then nothing may
     /// synchronise, allocate or compile).
-    pub fn capturing(&self, stream: sys::CUstream) -> Result<bool, String> {
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this device's primary context.
+    pub unsafe fn capturing(&self, stream: sys::CUstream) -> Result<bool, String> {
         self.bind()?;
         let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: `stream` is a live stream of this context (the caller's).
@@ -78,7 +82,16 @@ impl Gpu {
 
     /// `bytes` at `ptr` copied to the host after the work queued on `stream`
     /// (waits for it).
-    pub fn read(&self, stream: sys::CUstream, ptr: u64, bytes: usize) -> Result<Vec<u8>, String> {
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this device's primary context and
+    /// `ptr .. ptr + bytes` device memory of it.
+    pub unsafe fn read(
+        &self,
+        stream: sys::CUstream,
+        ptr: u64,
+        bytes: usize,
+    ) -> Result<Vec<u8>, String> {
         self.bind()?;
         let mut out = vec![0u8; bytes];
         if bytes == 0 {

@@ -73,21 +73,26 @@ fn value_err(name: &str, what: String) -> PyErr {
 
 impl View {
     /// The span of storage the view addresses, in elements: one past the
-    /// largest offset (0 for an empty view).
-    pub fn span(&self) -> usize {
+    /// largest offset (0 for an empty view); an error where it overflows.
+    pub fn span(&self) -> PyResult<usize> {
         if self.shape.contains(&0) {
-            return 0;
+            return Ok(0);
         }
-        1 + self
-            .shape
+        let overflow = || PyValueError::new_err("the array's extent overflows the address space");
+        self.shape
             .iter()
             .zip(&self.strides)
-            .map(|(&n, &s)| (n - 1) * s)
-            .sum::<usize>()
+            .try_fold(1usize, |acc, (&n, &s)| {
+                (n - 1).checked_mul(s).and_then(|o| acc.checked_add(o))
+            })
+            .ok_or_else(overflow)
     }
 
-    pub fn span_bytes(&self) -> usize {
-        self.span() * self.dtype.size()
+    /// [`View::span`] in bytes.
+    pub fn span_bytes(&self) -> PyResult<usize> {
+        self.span()?
+            .checked_mul(self.dtype.size())
+            .ok_or_else(|| PyValueError::new_err("the array's size overflows the address space"))
     }
 
     /// Storage offsets (elements) of every element of the view.
