@@ -723,8 +723,7 @@ impl<K: HostKernel> Engine<K> {
         if let (None, Some(entry)) = (size, self.last()) {
             return Ok((entry.kernel.clone(), None));
         }
-        let args = self.kernel.example(size).map_err(PyValueError::new_err)?;
-        let cfg = self.kernel.config(&args).map_err(PyValueError::new_err)?;
+        let (cfg, args) = self.kernel.example(size).map_err(PyValueError::new_err)?;
         let mut kernel = K::build(&cfg, &args).map_err(PyValueError::new_err)?;
         let syms = bind_layout(&kernel, &args)?;
         kernel.specialize_strides(&syms);

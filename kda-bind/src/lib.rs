@@ -173,18 +173,19 @@ fn compiled_count() -> usize {
 /// `ptx(size)`, `info(size)`, `params`, plus the class's own methods (at
 /// least a `#[new]` constructor returning `Self::wrap(kernel)`). `size =
 /// name` names the size argument of `ptx`/`info` (default `size`), the
-/// one [`HostKernel::example`] takes; `module = "pkg.mod"` sets the class's
-/// module.
+/// one [`HostKernel::example`] takes; `check = name` names `__call__`'s
+/// keyword that turns the value checks on or off (default `check_values`);
+/// `module = "pkg.mod"` sets the class's module.
 #[macro_export]
 macro_rules! expose {
     (
         $(#[$doc:meta])*
-        $class:ident($kernel:ty) $(, size = $size:ident)? $(, module = $module:literal)?,
+        $class:ident($kernel:ty) $(, size = $size:ident)? $(, check = $check:ident)? $(, module = $module:literal)?,
         { $($methods:tt)* }
     ) => {
-        $crate::expose!(@class [$(#[$doc])*] $class $kernel [$($size)? size] [$($module)? "builtins"] { $($methods)* });
+        $crate::expose!(@class [$(#[$doc])*] $class $kernel [$($size)? size] [$($check)? check_values] [$($module)? "builtins"] { $($methods)* });
     };
-    (@class [$($doc:tt)*] $class:ident $kernel:ty [$size:ident $($rest:ident)?] [$module:literal $($mrest:literal)?] { $($methods:tt)* }) => {
+    (@class [$($doc:tt)*] $class:ident $kernel:ty [$size:ident $($rest:ident)?] [$check:ident $($crest:ident)?] [$module:literal $($mrest:literal)?] { $($methods:tt)* }) => {
         $($doc)*
         #[$crate::pyo3::pyclass(crate = "::kda_bind::pyo3", module = $module, frozen)]
         pub struct $class {
@@ -197,17 +198,18 @@ macro_rules! expose {
 
             /// Launch in place on the kernel's arguments, positionally in
             /// signature order (see `params`). `stream`: a CUDA stream (torch,
-            /// cupy or a raw handle; default the current one); `check_values`:
-            /// read back the tensors whose values the kernel's spec constrains
-            /// (default: unless the stream is capturing a CUDA graph).
-            #[pyo3(signature = (*args, stream = None, check_values = None))]
+            /// cupy or a raw handle; default the current one); the check
+            /// keyword (`check_values` unless the class renames it): read back
+            /// the tensors whose values the kernel's spec constrains (default:
+            /// unless the stream is capturing a CUDA graph).
+            #[pyo3(signature = (*args, stream = None, $check = None))]
             fn __call__(
                 &self,
                 args: &$crate::pyo3::Bound<'_, $crate::pyo3::types::PyTuple>,
                 stream: Option<&$crate::pyo3::Bound<'_, $crate::pyo3::PyAny>>,
-                check_values: Option<bool>,
+                $check: Option<bool>,
             ) -> $crate::pyo3::PyResult<()> {
-                $crate::call(&self.engine, args, stream, check_values)
+                $crate::call(&self.engine, args, stream, $check)
             }
 
             /// The PTX of the kernel last launched, or (given a size, or

@@ -95,6 +95,39 @@ impl CallArgs {
         }
     }
 
+    /// Tensor `name` as a host tensor: its elements where they are known,
+    /// else zeros in its layout (a stand-in for checks that read layouts
+    /// through a kernel crate's argument struct); an empty tensor where it
+    /// is absent or its layout does not fit memory.
+    pub fn host_or_zeros(&self, name: &str) -> HostTensor {
+        let empty = || HostTensor::zeros(DType::F32, vec![0]);
+        let Some(t) = self.tensor(name) else {
+            return empty();
+        };
+        if let Some(d) = &t.data {
+            return d.clone();
+        }
+        let span = t
+            .shape
+            .iter()
+            .zip(&t.strides)
+            .try_fold(1usize, |acc, (&n, &s)| {
+                n.checked_sub(1)
+                    .map_or(Some(0), |m| m.checked_mul(s))
+                    .and_then(|o| acc.checked_add(o))
+            });
+        let span = if t.shape.contains(&0) { Some(0) } else { span };
+        match span {
+            // The stand-in is as large as the caller's tensor: bounded
+            // by what the device already holds, and refused past 2^33.
+            Some(n) if n <= 1 << 33 => {
+                HostTensor::strided(zeros_of(t.dtype, n), t.shape.clone(), t.strides.clone())
+                    .unwrap_or_else(|_| empty())
+            }
+            _ => empty(),
+        }
+    }
+
     /// The tensors as `(name, host tensor)` pairs, for host-side code that
     /// has every element (`None` when one is a layout only).
     pub fn host_tensors(&self) -> Option<Vec<(&'static str, &HostTensor)>> {
@@ -102,6 +135,15 @@ impl CallArgs {
             .iter()
             .map(|(n, t)| t.data.as_ref().map(|d| (*n, d)))
             .collect()
+    }
+}
+
+fn zeros_of(dtype: DType, n: usize) -> crate::tensor::HostData {
+    use crate::tensor::HostData;
+    match dtype {
+        DType::Bf16 => HostData::Bf16(vec![half::bf16::ZERO; n]),
+        DType::F32 => HostData::F32(vec![0.0; n]),
+        DType::I32 => HostData::I32(vec![0; n]),
     }
 }
 
@@ -197,13 +239,69 @@ pub trait HostKernel: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// The arguments of a representative call (contiguous tensors; `size`:
-    /// the kernel's batch-like extent where it has one), for `ptx()` and
-    /// `info()` before any launch.
-    fn example(&self, size: Option<u32>) -> Result<CallArgs, String>;
+    /// The configuration of a call of `size` (the kernel's batch-like
+    /// extent, where it has one) and the arguments of a representative call
+    /// of that configuration (contiguous tensors; they may be smaller than
+    /// `size`), for `ptx()` and `info()` before any launch.
+    fn example(&self, size: Option<u32>) -> Result<(Self::Config, CallArgs), String>;
 
     /// `(name, value)` pairs describing a configuration, for `info()`.
     fn describe(_cfg: &Self::Config) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+}
+
+/// The slot-table rules of a decode kernel's call (spec §4.2–4.4, shared by
+/// KdaSplit, GDN and Mamba-2): `slots` (and `accepted` for T > 1) against
+/// the slot counts of `state` and `conv_state`, as [`ArgError`]s.
+pub fn slot_table_errors(tokens: u32, args: &CallArgs) -> Vec<ArgError> {
+    let Some(slots) = args.data("slots") else {
+        return Vec::new();
+    };
+    crate::validate::check_slot_table(
+        tokens,
+        slots,
+        args.data("accepted"),
+        args.extent("state", 0),
+        args.extent("conv_state", 0),
+    )
+    .into_iter()
+    .map(|e| ArgError::value(e.to_string()))
+    .collect()
+}
+
+/// A kernel crate's contract errors as [`ArgError`]s, `is_type` telling
+/// which are dtype errors.
+pub fn arg_errors<E: Display>(errors: Vec<E>, is_type: impl Fn(&E) -> bool) -> Vec<ArgError> {
+    errors
+        .into_iter()
+        .map(|e| ArgError {
+            kind: if is_type(&e) {
+                ArgErrorKind::Type
+            } else {
+                ArgErrorKind::Value
+            },
+            message: e.to_string(),
+        })
+        .collect()
+}
+
+/// A generated host argument struct as a call's arguments, in the order of
+/// `params` (tensors from `named`, scalars from `scalars`).
+pub fn call_args(
+    params: &[ParamDesc],
+    named: &[(&'static str, &HostTensor)],
+    scalars: &[(&'static str, ScalarArg)],
+) -> CallArgs {
+    let mut args = CallArgs::default();
+    for p in params {
+        if p.is_scalar() {
+            if let Some(&(n, s)) = scalars.iter().find(|(n, _)| *n == p.name) {
+                args.scalars.push((n, s));
+            }
+        } else if let Some(&(n, t)) = named.iter().find(|(n, _)| *n == p.name) {
+            args.tensors.push((n, ArgTensor::host(t.clone())));
+        }
+    }
+    args
 }

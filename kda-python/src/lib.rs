@@ -4,8 +4,6 @@
 //! simulator (NumPy arrays). See docs/python.md.
 
 mod classes;
-mod engine;
-mod families;
 
 mod testing;
 
