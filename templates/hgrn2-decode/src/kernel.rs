@@ -54,10 +54,10 @@ impl Config {
         tokens: u32,
         lower_bound: bool,
     ) -> Result<Config, String> {
-        if key_dim == 0 || key_dim % 32 != 0 || key_dim > 256 {
+        if !(32..=256).contains(&key_dim) || !key_dim.is_multiple_of(32) {
             return Err(format!("key_dim {key_dim}: a multiple of 32 up to 256"));
         }
-        if value_dim == 0 || value_dim % COLUMNS != 0 {
+        if value_dim == 0 || !value_dim.is_multiple_of(COLUMNS) {
             return Err(format!("value_dim {value_dim}: a multiple of {COLUMNS}"));
         }
         if !(1..=16).contains(&tokens) {
@@ -69,6 +69,11 @@ impl Config {
             tokens,
             lower_bound,
         })
+    }
+
+    /// `[T, K, V]` as sizes.
+    pub fn dims(&self) -> [usize; 3] {
+        [self.tokens, self.key_dim, self.value_dim].map(|d| d as usize)
     }
 
     /// The launch grid for `batch` requests of `heads` heads.
