@@ -90,8 +90,8 @@ pub fn hgrn2_decode(
     #[produced] v: Tensor<bf16, batch, { cfg.tokens }, heads, { cfg.value_dim }>,
     state: Tensor<f32, batch, heads, { cfg.key_dim }, { cfg.value_dim }>,
     o: Tensor<bf16, batch, { cfg.tokens }, heads, { cfg.value_dim }>,
-    #[when(cfg.lower_bound)] lower_bound: Tensor<f32, heads, { cfg.key_dim }>,
     scale: f32,
+    #[when(cfg.lower_bound)] lower_bound: Tensor<f32, heads, { cfg.key_dim }>,
 ) {
     let (t_n, k_dim) = (cfg.tokens, cfg.key_dim);
     let rows = k_dim / WARPS; // state rows per thread

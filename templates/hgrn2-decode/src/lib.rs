@@ -11,6 +11,7 @@
 //! | [`host`] (`src/host.rs`) | the host program: seeded inputs, the float64 reference, a launch on the GPU or the simulator, the check (≤ 120 lines) |
 //! | `tests/sim.rs` | the simulator against the reference at small shapes; every kernel through `ptxas` without spills |
 //! | `reference.py` | the same reference in NumPy, for a Python test of a binding |
+//! | `python/` | **placeholder** for the Python binding and its pytest |
 //!
 //! `cargo run --release` runs the host program (on GPU 0, else on the
 //! simulator); `cargo test --release` runs the tests; `ci.sh` is what CI runs.
@@ -85,12 +86,12 @@
 //!    needs `ptxas` (`$KDA_PTXAS`, `PATH`, or the kda checkout's
 //!    `scripts/provision-ptxas.sh`) and is skipped with `KDA_SKIP_PTXAS=1`.
 //!
-//! ## Python binding
+//! ## Python binding (placeholder)
 //!
-//! <!-- BINDING: the Python binding (≤ 30 lines, on kda's generic binding
-//! layer) goes in `python/` with its pytest, which checks `hgrn2_decode` on
-//! the simulator against `reference.py`'s `hgrn2_decode_ref`. -->
-//! Not written yet: this is its place (`python/`), next to `reference.py`.
+//! Not written yet. Its place is `python/` (see `python/README.md`): a
+//! binding of at most 30 lines on kda's generic binding layer, and a pytest
+//! that checks it on the simulator against `reference.py`'s
+//! `hgrn2_decode_ref`.
 
 pub mod host;
 pub mod kernel;
