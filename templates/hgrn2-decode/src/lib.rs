@@ -10,6 +10,7 @@
 //! | [`kernel`] (`src/kernel.rs`) | the `#[cluster_kernel]`: the GPU code, also run by the CPU simulator |
 //! | [`host`] (`src/host.rs`) | the host program: seeded inputs, the float64 reference, a launch on the GPU or the simulator, the check (≤ 120 lines) |
 //! | `tests/sim.rs` | the simulator against the reference at small shapes; every kernel through `ptxas` without spills |
+//! | `tests/gpu.rs` | GPU 0 against the reference at model shapes (skipped without a CUDA driver) |
 //! | `reference.py` | the same reference in NumPy, for a Python test of a binding |
 //! | `python/` | **placeholder** for the Python binding and its pytest |
 //!
