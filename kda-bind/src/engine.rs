@@ -717,6 +717,23 @@ impl<K: HostKernel> Engine<K> {
         Ok(())
     }
 
+    /// The tensors the kernel writes (in place), by parameter name.
+    pub fn written(&self) -> PyResult<Vec<&'static str>> {
+        let (kernel, _) = self.kernel_of(None)?;
+        Ok(self
+            .kernel
+            .params()
+            .into_iter()
+            .filter(|p| {
+                kernel
+                    .tensors
+                    .values()
+                    .any(|t| t.name == p.name && t.access.writes())
+            })
+            .map(|p| p.name)
+            .collect())
+    }
+
     /// The kernel of `ptx()` / `info()`: the last launched, or the one of
     /// the kernel's example call of `size`; and whether it was launched.
     pub fn kernel_of(&self, size: Option<u32>) -> PyResult<(Kernel, Option<K::Config>)> {

@@ -77,6 +77,55 @@ pub fn resolve_stream(
     handle.extract()
 }
 
+/// `torch_op(name)` of a generated class: the instance as a
+/// `torch.library` custom op named `name` (`"namespace::op"`; default
+/// `kda::<class>_<n>`) that mutates the tensors the kernel writes, with a
+/// fake implementation, for `torch.compile` (no graph break) and CUDA
+/// graphs.
+pub fn torch_op<'py, K: HostKernel>(
+    obj: &Bound<'py, PyAny>,
+    engine: &Engine<K>,
+    name: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    static CODE: &std::ffi::CStr = pyo3::ffi::c_str!(include_str!("torch_ops.py"));
+    let sys = py.import("sys")?;
+    let modules = sys.getattr("modules")?;
+    let helpers = match modules.get_item("kda_bind_torch_ops") {
+        Ok(m) => m,
+        Err(_) => {
+            let m = PyModule::from_code(
+                py,
+                CODE,
+                pyo3::ffi::c_str!("kda_bind_torch_ops.py"),
+                pyo3::ffi::c_str!("kda_bind_torch_ops"),
+            )?;
+            modules.set_item("kda_bind_torch_ops", &m)?;
+            m.into_any()
+        }
+    };
+    let params = engine.kernel.params();
+    let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+    let tensors: Vec<&str> = params
+        .iter()
+        .filter(|p| !p.is_scalar())
+        .map(|p| p.name)
+        .collect();
+    let ints: Vec<&str> = params
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.kind,
+                kda_ir::desc::ParamKind::Scalar(kda_ir::desc::ElemDesc::Fixed(s))
+                    if !matches!(s, kda_ir::Scalar::F32 | kda_ir::Scalar::BF16)
+            )
+        })
+        .map(|p| p.name)
+        .collect();
+    let written = engine.written()?;
+    helpers.call_method1("make", (obj, name, names, tensors, written, ints))
+}
+
 /// `__call__` of a generated class.
 pub fn call<K: HostKernel>(
     engine: &Engine<K>,
@@ -228,6 +277,18 @@ macro_rules! expose {
                 $size: Option<u32>,
             ) -> $crate::pyo3::PyResult<$crate::pyo3::Bound<'py, $crate::pyo3::types::PyDict>> {
                 $crate::info(py, &self.engine, $size)
+            }
+
+            /// This instance as a `torch.library` custom op (`"ns::name"`,
+            /// default `kda::<class>_<n>`): the written tensors declared as
+            /// mutated and a fake implementation, so `torch.compile` keeps
+            /// it in one graph and CUDA graphs capture it.
+            #[pyo3(signature = (name = None))]
+            fn torch_op<'py>(
+                slf: &$crate::pyo3::Bound<'py, Self>,
+                name: Option<&str>,
+            ) -> $crate::pyo3::PyResult<$crate::pyo3::Bound<'py, $crate::pyo3::PyAny>> {
+                $crate::torch_op(slf.as_any(), &slf.get().engine, name)
             }
 
             /// The positional parameter names, in order.

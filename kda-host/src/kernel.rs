@@ -305,3 +305,65 @@ pub fn call_args(
     }
     args
 }
+
+/// The arguments of a representative call of `kernel` (a traced kernel):
+/// every tensor contiguous with its declared dtype, comptime extents as
+/// built and each symbolic extent from `syms` (by name; 1 where not
+/// given), every scalar `1`, named as `params` (the descriptor) names
+/// them. What [`HostKernel::example`] can return for `ptx()` / `info()`
+/// when no launch has happened yet.
+pub fn example_args(
+    kernel: &Kernel,
+    params: &[ParamDesc],
+    syms: &[(&str, usize)],
+) -> Result<CallArgs, String> {
+    use kda_ir::Dim;
+    let name_of = |n: &str| {
+        params
+            .iter()
+            .find(|p| p.name == n)
+            .map(|p| p.name)
+            .ok_or_else(|| format!("{n}: not a parameter of the descriptor"))
+    };
+    let mut args = CallArgs::default();
+    for t in kernel.tensors.values() {
+        let dtype = match t.dtype {
+            Scalar::BF16 => DType::Bf16,
+            Scalar::F32 => DType::F32,
+            Scalar::I32 => DType::I32,
+            other => return Err(format!("{}: no host dtype for {other:?}", t.name)),
+        };
+        let shape = t
+            .shape
+            .iter()
+            .map(|d| match d {
+                Dim::Const(n) => usize::try_from(*n).map_err(|_| format!("{}: extent {n}", t.name)),
+                Dim::Sym(s) => {
+                    let name = &kernel.syms[*s].name;
+                    Ok(syms.iter().find(|(n, _)| n == name).map_or(1, |&(_, v)| v))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let strides = crate::tensor::contiguous_strides(&shape);
+        args.tensors.push((
+            name_of(&t.name)?,
+            ArgTensor {
+                dtype,
+                shape,
+                strides,
+                data: None,
+            },
+        ));
+    }
+    for s in kernel.scalars.values() {
+        let v = match s.ty {
+            Scalar::F32 | Scalar::BF16 => ScalarArg::F32(1.0),
+            Scalar::I32 => ScalarArg::I32(1),
+            Scalar::U32 => ScalarArg::U32(1),
+            Scalar::I64 => ScalarArg::I64(1),
+            Scalar::U64 | Scalar::Bool => ScalarArg::U64(1),
+        };
+        args.scalars.push((name_of(&s.name)?, v));
+    }
+    Ok(args)
+}

@@ -211,7 +211,7 @@ fn expand(k: Kernel) -> TokenStream {
     for p in &params {
         let id = &p.ident;
         let span = id.span();
-        let pname = id.to_string();
+        let pname = p.abi_name();
         let rt = rt(span);
         match &p.kind {
             ParamKind::Tensor(t) => {

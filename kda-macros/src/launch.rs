@@ -69,7 +69,7 @@ pub fn module(
     let mut scalar_params = Vec::new();
     for p in params {
         let id = Ident::new(&p.ident.to_string(), call);
-        let name = p.ident.to_string();
+        let name = p.abi_name();
         match &p.kind {
             ParamKind::Tensor(t) => {
                 let elem = match t.elem.name.as_str() {
@@ -241,7 +241,7 @@ fn descriptor(generics: &Generics, params: &[Param], comptime: &[PatType]) -> To
     let mut entries = Vec::new();
     let mut pushes = Vec::new();
     for (i, p) in params.iter().enumerate() {
-        let name = p.ident.to_string();
+        let name = p.abi_name();
         let (kind, when) = match &p.kind {
             ParamKind::Tensor(t) => {
                 let elem = elem_desc(&t.elem.name);

@@ -261,11 +261,13 @@ pub fn bind<'a, D: Device>(
     let mut order = Vec::with_capacity(kernel.tensors.len());
     for (_, decl) in kernel.tensors.iter() {
         let name = decl.name.as_str();
+        // Two `#[when]` forms of one argument share its ABI name: the one
+        // given binds.
         let Some((at, arg)) = tensors
             .iter()
             .enumerate()
-            .find(|(_, (n, _))| *n == name)
-            .and_then(|(at, (_, a))| a.as_ref().map(|a| (at, a)))
+            .filter(|(_, (n, _))| *n == name)
+            .find_map(|(at, (_, a))| a.as_ref().map(|a| (at, a)))
         else {
             return Err(err(name, ArgIssue::Missing));
         };

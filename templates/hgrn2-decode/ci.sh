@@ -22,3 +22,17 @@ cargo fmt --check
 cargo clippy --release --locked --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --locked --no-deps
 cargo test --release --locked
+
+# The Python binding (python/): the abi3 wheel built by maturin, installed
+# into the repository's test environment, and its pytest on the simulator.
+venv="$root/.venv-py"
+if [[ ! -x "$venv/bin/python" ]]; then
+    "${PYTHON:-python3}" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    maturin==1.16.0 numpy==2.2.6 pytest==8.3.5
+wheels="$CARGO_TARGET_DIR/wheels-template"
+rm -rf "$wheels"
+"$venv/bin/python" -m maturin build --release --locked --quiet -m python/Cargo.toml --out "$wheels"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$wheels"/hgrn2_decode-*.whl
+(cd python/tests && "$venv/bin/python" -m pytest -q -p no:cacheprovider .)

@@ -96,5 +96,7 @@
 
 pub mod host;
 pub mod kernel;
+pub mod object;
 
 pub use kernel::{Config, hgrn2_decode};
+pub use object::Hgrn2;
