@@ -305,7 +305,7 @@ fn read_scalar(name: &str, elem: ElemDesc, obj: &Bound<'_, PyAny>) -> PyResult<S
                 .map_err(|_| PyTypeError::new_err(format!("{name}: expected a float scalar")))?;
             if !v.is_finite() {
                 return Err(PyValueError::new_err(format!(
-                    "{name}: {v} is not a finite number"
+                    "{name} = {v} must be finite"
                 )));
             }
             if v.abs() > f32::MAX as f64 {

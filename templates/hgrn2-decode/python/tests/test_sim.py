@@ -67,7 +67,7 @@ def call(k, **change):
     (dict(q=np.zeros((1, 1, 1, 64), np.float64)), TypeError, "q: dtype"),
     (dict(state=np.zeros((1, 1, 64, 64), np.uint16)), TypeError, "state"),
     (dict(v=np.zeros((1, 1, 1, 32), np.uint16)), ValueError, "v"),
-    (dict(scale=float("nan")), ValueError, "scale"),
+    (dict(scale=float("nan")), ValueError, "scale = NaN must be finite"),
     (dict(scale="one"), TypeError, "scale"),
     (dict(q="not an array"), TypeError, "q"),
 ])
