@@ -16,11 +16,11 @@
 //! A pass in which no warp executes an instruction is a deadlock: every
 //! unfinished warp is reported with the barrier it waits on.
 
-use crate::SimOptions;
 use crate::decode::{Ins, Program};
 use crate::exec::{self, Cluster, Cta, Stop, Warp};
 use crate::mbarrier::{ClusterBar, Mbar, Named};
 use crate::memory::TensorView;
+use crate::options::SimOptions;
 use crate::race::Race;
 use kda_device::error::sim::{
     AtExit, BarrierAtExit, BlockedWarp, Deadlock, SimError, Site, TxOverflow, WaitOn,
