@@ -153,6 +153,38 @@ pub struct Engine<K: HostKernel> {
     pub kernel: K,
     used: Mutex<Vec<Arc<Entry>>>,
     last: Mutex<Option<Arc<Entry>>>,
+    /// The key of the last kernel this instance looked up, and why the
+    /// last compile happened (the part of the key that changed).
+    last_key: Mutex<Option<KernelKey<K::Config>>>,
+    recompile: Mutex<Option<String>>,
+}
+
+/// What differs between two kernel keys, in words: the part of the key a
+/// recompile was for.
+fn key_change<C: std::fmt::Debug + PartialEq>(old: &KernelKey<C>, new: &KernelKey<C>) -> String {
+    let mut parts = Vec::new();
+    if old.cfg != new.cfg {
+        parts.push(format!("configuration {:?} -> {:?}", old.cfg, new.cfg));
+    }
+    if old.place != new.place {
+        parts.push(format!("device {:?} -> {:?}", old.place, new.place));
+    }
+    for (a, b) in old.layout.iter().zip(&new.layout) {
+        if a.1 != b.1 {
+            parts.push(format!("{}: dtype {} -> {}", b.0, a.1.name(), b.1.name()));
+        }
+        if a.2 != b.2 {
+            parts.push(format!("{}: strides {:?} -> {:?}", b.0, a.2, b.2));
+        }
+    }
+    if old.layout.len() != new.layout.len() {
+        parts.push("the arguments passed".into());
+    }
+    if parts.is_empty() {
+        "first compile in this process of an equal kernel".into()
+    } else {
+        parts.join("; ")
+    }
 }
 
 fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -360,7 +392,18 @@ impl<K: HostKernel> Engine<K> {
             kernel,
             used: Mutex::new(Vec::new()),
             last: Mutex::new(None),
+            last_key: Mutex::new(None),
+            recompile: Mutex::new(None),
         }
+    }
+
+    /// Why this instance last changed kernels: `None` before its first
+    /// compile, "first compile" for that, else the part of the key that
+    /// changed from its previous kernel (configuration, device, a tensor's
+    /// dtype or strides), noting when the process had that kernel already.
+    /// `KDA_LOG_RECOMPILES=1` prints each compile's reason.
+    pub fn recompile_reason(&self) -> Option<String> {
+        lock(&self.recompile).clone()
     }
 
     /// Kernels this instance has launched (each configuration, dtypes and
@@ -544,9 +587,22 @@ impl<K: HostKernel> Engine<K> {
         may_compile: bool,
     ) -> PyResult<Arc<Entry>> {
         let key = Self::kernel_key(cfg, call);
+        let previous = lock(&self.last_key).replace(key.clone());
         if let Some(e) = with_cache::<K, _>(|c| c.kernels.get(&key).cloned())? {
+            if let Some(old) = previous.as_ref().filter(|old| **old != key) {
+                let change = key_change(old, &key);
+                *lock(&self.recompile) = Some(format!("{change} (compiled before in this process)"));
+            }
             return Ok(e);
         }
+        let reason = match &previous {
+            None => "first compile".to_string(),
+            Some(old) => key_change(old, &key),
+        };
+        if std::env::var_os("KDA_LOG_RECOMPILES").is_some_and(|v| v != "0") {
+            eprintln!("kda: compiling {} ({reason})", self.kernel.name());
+        }
+        *lock(&self.recompile) = Some(reason);
         if !may_compile {
             return Err(PyRuntimeError::new_err(format!(
                 "{}: this configuration (sizes, dtypes, strides) has not been compiled yet, and \

@@ -182,6 +182,7 @@ pub fn info<'py, K: HostKernel>(
     d.set_item("ptx_lines", compiled.ptx.lines().count())?;
     d.set_item("dynamic_shared_bytes", compiled.layout.bytes)?;
     d.set_item("cached_kernels", engine.cached())?;
+    d.set_item("recompile_reason", engine.recompile_reason())?;
     d.set_item("process_compilations", compiled_count())?;
     if let Some(r) = engine
         .last()
