@@ -154,14 +154,11 @@ fn binary_arithmetic() {
 
 #[test]
 fn fma_is_f32() {
-    bad(
-        "`fma` operands and result must be f32, found v1:bf16",
-        |b| {
-            let x = f32(b);
-            let h = b.cvt(x, Type::BF16);
-            b.push(Op::Fma { ftz: false }, &[x, h, x], &[Type::F32]);
-        },
-    );
+    bad("`fma` operand b must be an f32, found v1:bf16", |b| {
+        let x = f32(b);
+        let h = b.cvt(x, Type::BF16);
+        b.push(Op::Fma { ftz: false }, &[x, h, x], &[Type::F32]);
+    });
     good(|b| {
         let x = f32(b);
         b.fma(x, x, x, true);
@@ -413,7 +410,7 @@ fn global_stores() {
         b.st_global(t, &[i, i], x, Some(i), CachePolicy::Normal);
     });
     bad(
-        "`st.global` of t0 \"x\" takes 2 indices, the value and a bool predicate (4 operands), found 3",
+        "`st.global` of t0 \"x\" takes one index per dimension (2), the value and the predicate: 4 operands, found 3",
         |b| {
             let t = tensor(b, Scalar::F32, Access::Write, 16);
             let (i, x) = (b.u32(0), f32(b));

@@ -86,65 +86,21 @@
 //! [`ScheduleHints::late_release`]: crate::kernel::ScheduleHints::late_release
 
 use crate::kernel::Kernel;
-use crate::op::Op;
+use crate::op::{Effects, Op};
 use crate::passes::{contains, sink};
 
-/// Whether the release may not move past `op` (see the module doc).
+/// Whether the release may not move past `op` (see the module doc): it may
+/// wait for another thread (barrier waits, `setmaxnreg`, `while`), or it is
+/// a write or a signal (global stores, the thread's own shared stores,
+/// anything reaching a peer CTA, mbarrier and cluster signals). Async copies
+/// into shared memory are loads here; `pdl.launch_dependents` is no signal
+/// to this launch. Region ops stop through what they contain (`contains`).
 fn stops(op: &Op) -> bool {
-    match op {
-        // Waits on other threads, and loops that may be.
-        Op::ClusterWait
-        | Op::BarSync { .. }
-        | Op::MbarWait { .. }
-        | Op::MbarWaitParity { .. }
-        | Op::SetMaxNReg { .. }
-        | Op::While { .. } => true,
-        // Writes and signals.
-        Op::ClusterArrive { .. }
-        | Op::StGlobal { .. }
-        | Op::StShared { .. }
-        | Op::AtomAdd { .. }
-        | Op::BulkStore { .. }
-        | Op::MbarInit { .. }
-        | Op::MbarArrive { .. }
-        | Op::MbarArriveExpectTx { .. }
-        | Op::StAsync { .. }
-        | Op::MbarArriveRemote { .. } => true,
-        Op::IConst(_)
-        | Op::FConst(_)
-        | Op::Special(_)
-        | Op::Param(_)
-        | Op::Bin(_)
-        | Op::Fma { .. }
-        | Op::Un(_)
-        | Op::Cmp(_)
-        | Op::Select
-        | Op::Cvt
-        | Op::Bitcast
-        | Op::Pack
-        | Op::Extract(_)
-        | Op::LdGlobal { .. }
-        | Op::LdShared { .. }
-        | Op::CpAsync { .. }
-        | Op::CpAsyncCommit
-        | Op::CpAsyncWait(_)
-        | Op::BulkCopy { .. }
-        | Op::BulkCommit
-        | Op::BulkWait { .. }
-        | Op::GridDepWait
-        | Op::GridDepLaunch
-        | Op::Shfl(_)
-        | Op::ElectSync
-        | Op::Mma16816
-        | Op::WarpSync
-        | Op::FenceMbarInit
-        | Op::FenceProxyAsync
-        // Region ops stop through what they contain (`contains`).
-        | Op::If { .. }
-        | Op::For { .. }
-        | Op::InRole { .. }
-        | Op::Yield => false,
-    }
+    let fx = op.effects();
+    fx.intersects(Effects::BLOCKS.with(Effects::SIGNAL))
+        || fx.writes_global()
+        || fx.reaches_peer()
+        || (fx.writes_shared() && !fx.is_async())
 }
 
 /// Sink every releasing `cluster.arrive` of `k` to its stopping point
