@@ -145,7 +145,7 @@ pub enum Ty {
     Is(Type),
     /// One of the four integer types, as a scalar (indices, ranks, lanes).
     IntScalar,
-    /// A type the class admits; the error names the type found
+    /// A result type the class admits; the error names the type found
     /// (`` `fconst` produces f32 or bf16, found i32``).
     In(Class),
     /// An element access of the op's tensor: its dtype, a scalar or a vector
@@ -160,17 +160,21 @@ pub enum Ty {
 }
 
 impl Ty {
-    /// How an error says what the value must be (`a u32`, `bool`, `u32x4`).
-    pub fn describe(self) -> String {
+    /// A fixed rule (`Is`, `IntScalar`): whether `t` satisfies it and how an
+    /// error says what the value must be (`a u32`, `bool`, `u32x4`). `None`
+    /// for the rules that relate several values or entities.
+    pub fn fixed(self, t: Type) -> Option<(bool, String)> {
         match self {
-            Ty::Is(t) if t == Type::BOOL || !t.is_scalar() => t.to_string(),
-            Ty::Is(t) => match t.elem {
-                Scalar::I32 | Scalar::I64 | Scalar::F32 => format!("an {t}"),
-                _ => format!("a {t}"),
-            },
-            Ty::IntScalar => "an integer scalar".into(),
-            Ty::In(c) => c.phrase.into(),
-            Ty::T | Ty::GlobalElem | Ty::SharedElem | Ty::Dep => "of its type".into(),
+            Ty::Is(want) => {
+                let what = match want.elem {
+                    _ if want == Type::BOOL || !want.is_scalar() => want.to_string(),
+                    Scalar::I32 | Scalar::I64 | Scalar::F32 => format!("an {want}"),
+                    _ => format!("a {want}"),
+                };
+                Some((t == want, what))
+            }
+            Ty::IntScalar => Some((t.is_scalar() && t.elem.is_int(), "an integer scalar".into())),
+            Ty::T | Ty::In(_) | Ty::GlobalElem | Ty::SharedElem | Ty::Dep => None,
         }
     }
 }
@@ -333,8 +337,8 @@ const WAIT: Effects = fx!(BLOCKS | ACQUIRE);
 // Slots, by the rule their values follow.
 const T: Arg = Arg::One("", Ty::T);
 const OPERAND: Arg = Arg::One("operand", Ty::T);
-const RESULT_T: Arg = Arg::One("", Ty::T);
 const INDEX: Arg = Arg::One("index", Ty::IntScalar);
+const SHARED_INDEX: Arg = Arg::One("shared index", Ty::IntScalar);
 const CTA: Arg = Arg::One("destination cta", Ty::IntScalar);
 const CONDITION: Arg = Arg::One("condition", Ty::Is(Type::BOOL));
 const DEP: Arg = Arg::One("", Ty::Dep);
@@ -346,9 +350,9 @@ const F32X4: Type = Type::vec(Scalar::F32, 4);
 /// `->`.
 pub const NONE: Sig = Sig::new(&[], &[]);
 /// `a: T, b: T -> T`.
-const BINARY: Sig = Sig::new(&[T, T], &[RESULT_T]);
+const BINARY: Sig = Sig::new(&[T, T], &[T]);
 /// `operand: T -> T`.
-const UNARY: Sig = Sig::new(&[OPERAND], &[RESULT_T]);
+const UNARY: Sig = Sig::new(&[OPERAND], &[T]);
 /// `x -> y`, types set by the hook.
 const DEP_TO_DEP: Sig = Sig::new(&[DEP], &[DEP]);
 /// `-> y`, the type set by the hook.
@@ -471,7 +475,7 @@ op_table! {
     Log2Approx "lg2.approx" None UNARY.of(F32), fx!();
     /// Operands of one scalar type (bool only with `eq`/`ne`): the hook.
     Cmp "cmp" Cmp Sig::new(&[DEP, DEP], &[BOOL]), fx!();
-    Select "select" None Sig::new(&[CONDITION, T, T], &[RESULT_T]), fx!();
+    Select "select" None Sig::new(&[CONDITION, T, T], &[T]), fx!();
     Cvt "cvt" None DEP_TO_DEP, fx!();
     Bitcast "bitcast" None DEP_TO_DEP, fx!();
     Pack "pack" None Sig::new(&[Arg::Rest], &[DEP]), fx!();
@@ -497,7 +501,7 @@ op_table! {
     // ---- warp collectives
     Shfl "shfl" Shfl Sig::new(
         &[Arg::One("value", Ty::T), Arg::One("lane or mask", Ty::IntScalar)],
-        &[RESULT_T],
+        &[T],
     ).of(BITS32), fx!(COLLECTIVE);
     ElectSync "elect" None Sig::new(&[], &[BOOL]), fx!(COLLECTIVE);
     Mma16816 "mma.m16n8k16" None Sig::new(
@@ -541,17 +545,17 @@ op_table! {
         &[],
     ), fx!(PEER | SIGNAL);
     /// Operands: the shared index, then one global index per dimension.
-    CpAsync "cp.async" None Sig::new(&[INDEX, Arg::Indices], &[]),
+    CpAsync "cp.async" None Sig::new(&[SHARED_INDEX, Arg::Indices], &[]),
         fx!(READ_GLOBAL | WRITE_SHARED | ASYNC);
     CpAsyncCommit "cp.async.commit" None NONE, fx!(ASYNC);
     CpAsyncWait "cp.async.wait" None NONE, fx!(ACQUIRE);
     /// Operands: the shared index, one global index per dimension, then the
     /// ring index when the barrier is an element of a ring.
-    BulkCopy "cp.async.bulk" Policy Sig::new(&[INDEX, Arg::Indices, Arg::RingIndex], &[]),
+    BulkCopy "cp.async.bulk" Policy Sig::new(&[SHARED_INDEX, Arg::Indices, Arg::RingIndex], &[]),
         fx!(READ_GLOBAL | WRITE_SHARED | ASYNC);
     /// Operands: the shared index of the source, then one global index per
     /// dimension of the destination.
-    BulkStore "cp.async.bulk.store" Policy Sig::new(&[INDEX, Arg::Indices], &[]),
+    BulkStore "cp.async.bulk.store" Policy Sig::new(&[SHARED_INDEX, Arg::Indices], &[]),
         fx!(READ_SHARED | WRITE_GLOBAL | ASYNC);
     BulkCommit "cp.async.bulk.commit" None NONE, fx!(ASYNC);
     BulkWait "cp.async.bulk.wait" Read NONE, fx!(ACQUIRE);
@@ -607,6 +611,10 @@ mod tests {
                 if let Arg::One(name, Ty::Is(_) | Ty::IntScalar) = a {
                     assert!(!name.is_empty(), "{n}: a fixed-type operand needs a name");
                 }
+                assert!(
+                    !matches!(a, Arg::One(_, Ty::In(_))),
+                    "{n}: a class phrase words results; name the operand and use Ty::T"
+                );
             }
             assert!(
                 sig.results

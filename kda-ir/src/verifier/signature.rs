@@ -94,17 +94,6 @@ fn vector_bytes_ok(t: Type) -> bool {
     t.is_scalar() || (matches!(t.lanes, 2 | 4 | 8) && matches!(t.bytes(), 4 | 8 | 16))
 }
 
-/// Whether a value satisfies a fixed rule (`Is`, `IntScalar`); other rules
-/// are checked elsewhere.
-fn fixed_ok(rule: Ty, t: Type) -> bool {
-    match rule {
-        Ty::Is(want) => t == want,
-        Ty::IntScalar => int_scalar(t),
-        Ty::In(c) => (c.admits)(t),
-        Ty::T | Ty::GlobalElem | Ty::SharedElem | Ty::Dep => true,
-    }
-}
-
 impl Sig<'_, '_> {
     fn err(&mut self, msg: impl Into<String>) {
         self.cx.error(self.i, msg);
@@ -238,14 +227,12 @@ impl Sig<'_, '_> {
                     Arg::Predicate => ("predicate", Ty::Is(Type::BOOL)),
                     Arg::Rest => unreachable!("slot_len is None"),
                 };
-                match rule {
-                    Ty::T => t_args.push((name, v)),
-                    Ty::GlobalElem | Ty::SharedElem => elems.push((rule, v)),
-                    _ if !fixed_ok(rule, self.ty(v)) => self.err(format!(
-                        "`{m}` {name} must be {}, found {}",
-                        rule.describe(),
-                        self.v(v)
-                    )),
+                match (rule, rule.fixed(self.ty(v))) {
+                    (Ty::T, _) => t_args.push((name, v)),
+                    (Ty::GlobalElem | Ty::SharedElem, _) => elems.push((rule, v)),
+                    (_, Some((false, what))) => {
+                        self.err(format!("`{m}` {name} must be {what}, found {}", self.v(v)))
+                    }
                     _ => {}
                 }
             }
