@@ -1,5 +1,5 @@
-//! Operand and result counts and types of every op (the signatures in
-//! `op.rs`). Each test builds the illegal form, asserts the message, and
+//! Operand and result counts and types of every op (the signatures in the
+//! op table, `op/table.rs`). Each test builds the illegal form, asserts the message, and
 //! builds the legal twin, which verifies clean.
 
 mod verifier_support;

@@ -10,15 +10,19 @@
 //!
 //! 1. Add the variant to [`Op`](super::Op) with its immediates and map it to
 //!    its opcode in `Op::opcode` (the compiler lists every match to extend).
-//! 2. Add one row below: `WgmmaFence "wgmma.fence" None NONE, fx(ASYNC)`.
-//!    Reuse a signature constant (`NONE`, `BINARY_NUM`, ...) or write one
-//!    with [`Sig::new`]: named operands with a fixed type, an integer scalar,
+//!    If it names a tensor, buffer or barrier, return it from `Op::tensor`,
+//!    `Op::buffer` or `Op::barrier`: the structure, role and access checks
+//!    follow from those.
+//! 2. Add one row below: `WgmmaFence "wgmma.fence" None NONE, fx!(FENCE);`.
+//!    Reuse a signature constant (`NONE`, `BINARY.of(NUM)`, ...) or write one
+//!    with [`Sig::new`]: named operands of a fixed type or any integer scalar,
 //!    the row's type variable `T` with its [`Class`], tensor indices, a ring
-//!    index, or [`Ty::Dep`] where the type depends on immediates. The verifier
-//!    then checks counts and types with the usual messages, and every pass
-//!    knows from the effects whether it may move or drop the op.
-//! 3. Only a type that depends on the op's immediates or declarations
-//!    (a tile shape, a descriptor) needs a hook in `verifier/signature.rs`.
+//!    index, element accesses, or [`Ty::Dep`] where the type depends on
+//!    immediates. The verifier then checks counts and types with the usual
+//!    messages, and every pass knows from the effects whether it may move,
+//!    pass or drop the op.
+//! 3. Only a type that depends on the op's immediates or declarations (a tile
+//!    shape, a descriptor) needs a hook in `verifier/signature.rs`.
 //! 4. Print and parse the immediates (`write.rs`, `parse/insts.rs`), lower it
 //!    (`ptx/`) and give it simulator semantics (`kda-runtime`'s `sim/`).
 
