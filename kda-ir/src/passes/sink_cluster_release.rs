@@ -96,7 +96,10 @@ use crate::passes::{contains, sink};
 /// into shared memory are loads here; `pdl.launch_dependents` is no signal
 /// to this launch. Region ops stop through what they contain (`contains`).
 fn stops(op: &Op) -> bool {
-    let fx = op.effects();
+    stops_for(op.effects())
+}
+
+fn stops_for(fx: Effects) -> bool {
     fx.intersects(Effects::BLOCKS.with(Effects::SIGNAL))
         || fx.writes_global()
         || fx.reaches_peer()
@@ -120,9 +123,43 @@ pub fn run(k: &mut Kernel) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op::Opcode;
     use crate::parse::parse_kernel;
     use crate::passes::test_util::{names, top_regions, verified};
     use crate::write::write_kernel;
+
+    /// The table's effects stop the release at exactly the ops the module
+    /// doc lists.
+    #[test]
+    fn the_stops_are_the_documented_ones() {
+        let stops: Vec<&str> = Opcode::ALL
+            .iter()
+            .filter(|c| stops_for(c.effects()))
+            .map(|c| c.name())
+            .collect();
+        assert_eq!(
+            stops,
+            [
+                "st.global",
+                "atom.add",
+                "st.shared",
+                "mbarrier.init",
+                "mbarrier.arrive",
+                "mbarrier.arrive.expect_tx",
+                "mbarrier.arrive.remote",
+                "mbarrier.wait",
+                "mbarrier.wait.parity",
+                "cluster.arrive",
+                "cluster.wait",
+                "bar.sync",
+                "st.async",
+                "cp.async.bulk.store",
+                "setmaxnreg.inc",
+                "setmaxnreg.dec",
+                "while",
+            ]
+        );
+    }
 
     /// A cluster of 2 CTAs of 64 threads: thread 0 initialises the barriers,
     /// the cluster syncs (relaxed), every thread arrives on `bar1` and loads

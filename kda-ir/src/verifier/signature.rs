@@ -144,43 +144,20 @@ impl Sig<'_, '_> {
         let (na, nr) = (d.args.len(), d.results.len());
         let m = self.m();
         let mut ok = true;
+        // Every slot but a run (`Rest`) has a count here; with a run, the hook counts.
         let lens: Option<Vec<usize>> = sig.args.iter().map(|&a| self.slot_len(a)).collect();
         if let Some(lens) = lens {
             let want: usize = lens.iter().sum();
             if na != want {
                 ok = false;
-                let tensor = self.op().tensor();
-                match tensor {
-                    Some(t) => {
-                        let rank = self.cx.k.tensors[t].shape.len();
-                        let name = self.cx.tensor(t);
-                        let parts: Vec<String> = sig
-                            .args
-                            .iter()
-                            .zip(&lens)
-                            .filter(|&(a, &n)| n > 0 || matches!(a, Arg::Indices))
-                            .map(|(a, _)| match a {
-                                Arg::One(name, _) => format!("the {name}"),
-                                Arg::Indices => format!("one index per dimension ({rank})"),
-                                Arg::RingIndex => "the ring index".into(),
-                                Arg::Predicate => "the predicate".into(),
-                                Arg::Rest => unreachable!("counted slots only"),
-                            })
-                            .collect();
-                        if let [Arg::Indices] = sig.args {
-                            self.err(format!("`{m}` of {name} takes {}, found {na}", parts[0]));
-                        } else {
-                            self.err(format!(
-                                "`{m}` of {name} takes {}: {want} operands, found {na}",
-                                and_list(&parts)
-                            ));
-                        }
-                    }
+                let msg = match self.op().tensor() {
+                    Some(t) => self.tensor_count(t, sig.args, &lens, want, na),
                     None => {
                         let s = if want == 1 { "" } else { "s" };
-                        self.err(format!("`{m}` takes {want} operand{s}, found {na}"));
+                        format!("`{m}` takes {want} operand{s}, found {na}")
                     }
-                }
+                };
+                self.err(msg);
             }
         }
         if sig.results.iter().all(|r| matches!(r, Arg::One(..))) {
@@ -192,6 +169,42 @@ impl Sig<'_, '_> {
             }
         }
         ok
+    }
+
+    /// A tensor op's count error names every slot present: `` `atom.add` of
+    /// t0 "queue" takes one index per dimension (1) and the addend: 2
+    /// operands, found 3``.
+    fn tensor_count(
+        &self,
+        t: Tensor,
+        slots: &[Arg],
+        lens: &[usize],
+        want: usize,
+        na: usize,
+    ) -> String {
+        let m = self.m();
+        let rank = self.cx.k.tensors[t].shape.len();
+        let name = self.cx.tensor(t);
+        let parts: Vec<String> = slots
+            .iter()
+            .zip(lens)
+            .filter(|&(a, &n)| n > 0 || matches!(a, Arg::Indices))
+            .map(|(a, _)| match a {
+                Arg::One(name, _) => format!("the {name}"),
+                Arg::Indices => format!("one index per dimension ({rank})"),
+                Arg::RingIndex => "the ring index".into(),
+                Arg::Predicate => "the predicate".into(),
+                Arg::Rest => unreachable!("a run has no count"),
+            })
+            .collect();
+        if let [Arg::Indices] = slots {
+            format!("`{m}` of {name} takes {}, found {na}", parts[0])
+        } else {
+            format!(
+                "`{m}` of {name} takes {}: {want} operands, found {na}",
+                and_list(&parts)
+            )
+        }
     }
 
     fn check(&mut self) {
