@@ -1,10 +1,10 @@
-//! The op table. Each operation is one variant of [`Op`]: its immediates and
+//! The ops. Each operation is one variant of [`Op`]: its immediates and
 //! entity references live in the variant, its SSA operands in
 //! [`InstData::args`], its results in [`InstData::results`]. Each variant maps
-//! to one row of the [`Opcode`] table (`op_table!` below), which spells the
+//! to one row of the op table ([`Opcode`], in `op/table.rs`), which spells the
 //! mnemonic once for the printer, the parser and error reports, with the
-//! modifier it may carry and its operand and result counts; the signature
-//! comments on [`Op`] are what the verifier checks.
+//! modifier it may carry, its operand and result types ([`Sig`], what the
+//! verifier checks) and its [`Effects`] (what the passes may move or drop).
 //!
 //! Operand conventions: global memory is always addressed as a tensor plus one
 //! `i32`/`i64` index per dimension (so the checker knows which tensor is read
@@ -14,6 +14,10 @@
 use crate::entities::Value;
 use crate::entities::{Barrier, Buffer, Region, Role, ScalarParam, Tensor};
 use crate::loc::Loc;
+
+mod table;
+
+pub use table::{Arg, Arity, Class, Effects, Modifier, Opcode, Sig, Ty};
 
 /// Hardware indices a kernel can read.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -215,208 +219,6 @@ impl ShflMode {
             ShflMode::Idx => "idx",
         }
     }
-}
-
-/// What may follow an op's mnemonic after a `.`.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Modifier {
-    /// Nothing: the mnemonic is the whole op.
-    None,
-    /// `.ftz`, optional: flush denormals.
-    Ftz,
-    /// `.fast`, optional: the approximate instruction.
-    Fast,
-    /// `.evict_first`, optional: the L2 policy ([`CachePolicy`]).
-    Policy,
-    /// `.relaxed`, optional.
-    Relaxed,
-    /// `.read`, optional: wait only until the sources have been read.
-    Read,
-    /// Required: the comparison ([`CmpOp::name`]).
-    Cmp,
-    /// Required: the mode ([`ShflMode::name`]).
-    Shfl,
-    /// Required: the lane, a number.
-    Lane,
-}
-
-impl Modifier {
-    /// The text of an optional on/off modifier.
-    pub fn flag(self) -> Option<&'static str> {
-        match self {
-            Modifier::Ftz => Some("ftz"),
-            Modifier::Fast => Some("fast"),
-            Modifier::Policy => Some("evict_first"),
-            Modifier::Relaxed => Some("relaxed"),
-            Modifier::Read => Some("read"),
-            Modifier::None | Modifier::Cmp | Modifier::Shfl | Modifier::Lane => None,
-        }
-    }
-}
-
-/// A count of operands or results.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Arity {
-    /// Always this many.
-    Exact(u8),
-    /// Set by the op's immediates or declarations: a tensor's rank, the lanes
-    /// packed, the values a region carries.
-    Variadic,
-}
-
-macro_rules! arity {
-    (*) => {
-        Arity::Variadic
-    };
-    ($n:literal) => {
-        Arity::Exact($n)
-    };
-}
-
-/// The op table: one row per opcode with its mnemonic, the modifier the
-/// mnemonic may carry, and its operand and result counts. [`Op::name`] and
-/// [`Op::mnemonic`] (the printer), the parser's mnemonic lookup
-/// ([`Opcode::parse_mnemonic`]) and error reports all read it.
-macro_rules! op_table {
-    ($($(#[$doc:meta])* $code:ident $name:literal $modifier:ident $args:tt -> $results:tt;)*) => {
-        /// An op without its immediates: a row of the op table.
-        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-        pub enum Opcode {
-            $(#[doc = concat!("`", $name, "`.")] $(#[$doc])* $code,)*
-        }
-
-        impl Opcode {
-            /// Every row, in table order.
-            pub const ALL: &'static [Opcode] = &[$(Opcode::$code),*];
-
-            /// The mnemonic in the text form, without a modifier.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Opcode::$code => $name,)*
-                }
-            }
-
-            /// What may follow the mnemonic.
-            pub fn modifier(self) -> Modifier {
-                match self {
-                    $(Opcode::$code => Modifier::$modifier,)*
-                }
-            }
-
-            /// SSA operands.
-            pub fn operands(self) -> Arity {
-                match self {
-                    $(Opcode::$code => arity!($args),)*
-                }
-            }
-
-            /// Results.
-            pub fn results(self) -> Arity {
-                match self {
-                    $(Opcode::$code => arity!($results),)*
-                }
-            }
-
-            /// The opcode a mnemonic without modifier names.
-            pub fn from_name(s: &str) -> Option<Opcode> {
-                match s {
-                    $($name => Some(Opcode::$code),)*
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-
-op_table! {
-    IConst "iconst" None 0 -> 1;
-    FConst "fconst" None 0 -> 1;
-    Special "special" None 0 -> 1;
-    Param "param" None 0 -> 1;
-    Add "add" None 2 -> 1;
-    Sub "sub" None 2 -> 1;
-    Mul "mul" None 2 -> 1;
-    Div "div" None 2 -> 1;
-    Rem "rem" None 2 -> 1;
-    Min "min" None 2 -> 1;
-    Max "max" None 2 -> 1;
-    And "and" None 2 -> 1;
-    Or "or" None 2 -> 1;
-    Xor "xor" None 2 -> 1;
-    Shl "shl" None 2 -> 1;
-    Shr "shr" None 2 -> 1;
-    Fma "fma" Ftz 3 -> 1;
-    Neg "neg" None 1 -> 1;
-    Not "not" None 1 -> 1;
-    Abs "abs" None 1 -> 1;
-    Exp "exp" Fast 1 -> 1;
-    Exp2 "exp2" Fast 1 -> 1;
-    Rsqrt "rsqrt" Fast 1 -> 1;
-    Sqrt "sqrt" None 1 -> 1;
-    Sigmoid "sigmoid" Fast 1 -> 1;
-    Rcp "rcp" Fast 1 -> 1;
-    Log2Approx "lg2.approx" None 1 -> 1;
-    Cmp "cmp" Cmp 2 -> 1;
-    Select "select" None 3 -> 1;
-    Cvt "cvt" None 1 -> 1;
-    Bitcast "bitcast" None 1 -> 1;
-    Pack "pack" None * -> 1;
-    Extract "extract" Lane 1 -> 1;
-    /// Operands: one index per dimension of the tensor.
-    LdGlobal "ld.global" Policy * -> 1;
-    /// Operands: the indices, the value and, when predicated, the predicate.
-    StGlobal "st.global" Policy * -> 0;
-    /// Operands: one index per dimension of the tensor, then the addend.
-    AtomAdd "atom.add" None * -> 1;
-    LdShared "ld.shared" None 1 -> 1;
-    StShared "st.shared" None 2 -> 0;
-    Shfl "shfl" Shfl 2 -> 1;
-    ElectSync "elect" None 0 -> 1;
-    Mma16816 "mma.m16n8k16" None 3 -> 1;
-    WarpSync "warp.sync" None 0 -> 0;
-    MbarInit "mbarrier.init" None 0 -> 0;
-    /// Operands: the ring index when the barrier is an element of a ring.
-    MbarArrive "mbarrier.arrive" None * -> 0;
-    /// Operands: the ring index when the barrier is an element of a ring.
-    MbarArriveExpectTx "mbarrier.arrive.expect_tx" None * -> 0;
-    /// Operands: the destination cta, then the ring index when the barrier
-    /// is an element of a ring.
-    MbarArriveRemote "mbarrier.arrive.remote" None * -> 0;
-    MbarWait "mbarrier.wait" None 0 -> 0;
-    /// Operands: the parity, then the ring index when the barrier is an
-    /// element of a ring.
-    MbarWaitParity "mbarrier.wait.parity" None * -> 0;
-    FenceMbarInit "fence.mbarrier_init" None 0 -> 0;
-    FenceProxyAsync "fence.proxy.async" None 0 -> 0;
-    ClusterArrive "cluster.arrive" Relaxed 0 -> 0;
-    ClusterWait "cluster.wait" None 0 -> 0;
-    BarSync "bar.sync" None 0 -> 0;
-    /// Operands: the shared index, the value, the cta, then the ring index
-    /// when the barrier is an element of a ring.
-    StAsync "st.async" None * -> 0;
-    /// Operands: the shared index, then one global index per dimension.
-    CpAsync "cp.async" None * -> 0;
-    CpAsyncCommit "cp.async.commit" None 0 -> 0;
-    CpAsyncWait "cp.async.wait" None 0 -> 0;
-    /// Operands: the shared index, one global index per dimension, then the
-    /// ring index when the barrier is an element of a ring.
-    BulkCopy "cp.async.bulk" Policy * -> 0;
-    /// Operands: the shared index of the source, then one global index per
-    /// dimension of the destination.
-    BulkStore "cp.async.bulk.store" Policy * -> 0;
-    BulkCommit "cp.async.bulk.commit" None 0 -> 0;
-    BulkWait "cp.async.bulk.wait" Read 0 -> 0;
-    GridDepWait "pdl.wait" None 0 -> 0;
-    GridDepLaunch "pdl.launch_dependents" None 0 -> 0;
-    SetMaxNRegInc "setmaxnreg.inc" None 0 -> 0;
-    SetMaxNRegDec "setmaxnreg.dec" None 0 -> 0;
-    /// Results: what both branches yield.
-    If "if" None 1 -> *;
-    /// Operands: lo, hi, step and the initial carried values.
-    For "for" None * -> *;
-    While "while" None * -> *;
-    InRole "role" None 0 -> 0;
-    Yield "yield" None * -> 0;
 }
 
 /// A mnemonic as written, split by the op table.
@@ -957,33 +759,47 @@ impl Op {
         }
     }
 
-    /// Warp collectives must run in warp-uniform control flow.
-    pub fn is_collective(&self) -> bool {
-        matches!(
-            self,
-            Op::Shfl(_) | Op::ElectSync | Op::Mma16816 | Op::WarpSync
-        )
+    /// The op's effects, from its row in the table.
+    pub fn effects(&self) -> Effects {
+        self.opcode().effects()
     }
 
-    /// Ops whose effect is visible outside the thread (never removed, never reordered
-    /// across each other by the scheduler).
-    pub fn has_side_effects(&self) -> bool {
-        !matches!(
-            self,
-            Op::IConst(_)
-                | Op::FConst(_)
-                | Op::Special(_)
-                | Op::Param(_)
-                | Op::Bin(_)
-                | Op::Fma { .. }
-                | Op::Un(_)
-                | Op::Cmp(_)
-                | Op::Select
-                | Op::Cvt
-                | Op::Bitcast
-                | Op::Pack
-                | Op::Extract(_)
-        )
+    /// Whether the op only computes its results: no memory access, no
+    /// synchronisation, no regions. Passes may move such an op anywhere its
+    /// operands are defined and drop it when its results are unused.
+    pub fn is_pure(&self) -> bool {
+        self.effects().is_pure()
+    }
+
+    /// Warp collectives must run in warp-uniform control flow.
+    pub fn is_collective(&self) -> bool {
+        self.effects().collective()
+    }
+
+    /// The tensor the op accesses.
+    pub fn tensor(&self) -> Option<Tensor> {
+        match *self {
+            Op::LdGlobal { tensor, .. }
+            | Op::StGlobal { tensor, .. }
+            | Op::AtomAdd { tensor }
+            | Op::CpAsync { tensor, .. }
+            | Op::BulkCopy { tensor, .. }
+            | Op::BulkStore { tensor, .. } => Some(tensor),
+            _ => None,
+        }
+    }
+
+    /// The shared buffer the op accesses (this CTA's, or a peer's for `st.async`).
+    pub fn buffer(&self) -> Option<Buffer> {
+        match *self {
+            Op::LdShared { buffer }
+            | Op::StShared { buffer }
+            | Op::StAsync { buffer, .. }
+            | Op::CpAsync { buffer, .. }
+            | Op::BulkCopy { buffer, .. }
+            | Op::BulkStore { buffer, .. } => Some(buffer),
+            _ => None,
+        }
     }
 }
 

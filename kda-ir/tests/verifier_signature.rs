@@ -1,5 +1,5 @@
-//! Operand and result counts and types of every op (the signatures in
-//! `op.rs`). Each test builds the illegal form, asserts the message, and
+//! Operand and result counts and types of every op (the signatures in the
+//! op table, `op/table.rs`). Each test builds the illegal form, asserts the message, and
 //! builds the legal twin, which verifies clean.
 
 mod verifier_support;
@@ -154,14 +154,11 @@ fn binary_arithmetic() {
 
 #[test]
 fn fma_is_f32() {
-    bad(
-        "`fma` operands and result must be f32, found v1:bf16",
-        |b| {
-            let x = f32(b);
-            let h = b.cvt(x, Type::BF16);
-            b.push(Op::Fma { ftz: false }, &[x, h, x], &[Type::F32]);
-        },
-    );
+    bad("`fma` operand b must be an f32, found v1:bf16", |b| {
+        let x = f32(b);
+        let h = b.cvt(x, Type::BF16);
+        b.push(Op::Fma { ftz: false }, &[x, h, x], &[Type::F32]);
+    });
     good(|b| {
         let x = f32(b);
         b.fma(x, x, x, true);
@@ -413,7 +410,7 @@ fn global_stores() {
         b.st_global(t, &[i, i], x, Some(i), CachePolicy::Normal);
     });
     bad(
-        "`st.global` of t0 \"x\" takes 2 indices, the value and a bool predicate (4 operands), found 3",
+        "`st.global` of t0 \"x\" takes one index per dimension (2), the value and the predicate: 4 operands, found 3",
         |b| {
             let t = tensor(b, Scalar::F32, Access::Write, 16);
             let (i, x) = (b.u32(0), f32(b));
@@ -695,4 +692,91 @@ fn role_bodies_yield_nothing() {
             b.u32(1);
         });
     }));
+}
+
+/// Each kind of rule a row of the op table states (`op/table.rs`), on an op
+/// whose row uses it: the table-driven check rejects the wrong type with the
+/// operand's name and the rule, and accepts the legal twin.
+#[test]
+fn table_rules_of_each_kind() {
+    // A named operand of one fixed type.
+    bad(
+        "`mbarrier.wait.parity` parity must be a u32, found v0:f32",
+        |b| {
+            with_async(b, 16, |b, _, bar, _| {
+                let x = f32(b);
+                let op = Op::MbarWaitParity {
+                    barrier: bar,
+                    ring: 0,
+                };
+                b.push(op, &[x], &[]);
+            })
+        },
+    );
+    // The ring index, present when the barrier is a ring.
+    let ring = |b: &mut Builder, at: Value| {
+        let first = b.mbarrier("full0", 1, 0, &[]);
+        b.mbarrier("full1", 1, 0, &[]);
+        b.mbarrier_arrive_at(first, 2, at);
+    };
+    bad(
+        "`mbarrier.arrive` ring index must be a u32, found v0:i32",
+        |b| {
+            let at = b.i32(0);
+            ring(b, at);
+        },
+    );
+    // An integer scalar.
+    bad(
+        "`st.shared` index must be an integer scalar, found v0:bool",
+        |b| {
+            let s = b.shared("s", Scalar::F32, 64, 16, &[], None);
+            let (p, x) = (b.bool(true), f32(b));
+            b.st_shared(s, p, x);
+        },
+    );
+    // The type variable: one type for the operand and result...
+    bad(
+        "`shfl.idx` produces its value's type, found v0:f32 -> v2:u32",
+        |b| {
+            let (x, l) = (f32(b), b.u32(0));
+            b.push(Op::Shfl(ShflMode::Idx), &[x, l], &[Type::U32]);
+        },
+    );
+    // ... which the row's class admits.
+    bad("`sqrt` takes f32, found v0:i32", |b| {
+        let i = b.i32(4);
+        b.un(UnOp::Sqrt, i);
+    });
+    // Tensor indices among other operands: the count names every slot.
+    bad(
+        "`cp.async` of t0 \"x\" takes the shared index and one index per dimension (2): 3 operands, found 2",
+        |b| {
+            with_async(b, 16, |b, s, _, t| {
+                let i = b.u32(0);
+                b.cp_async(s, i, t, &[i]);
+            })
+        },
+    );
+    // The access the row's effects need from the tensor.
+    bad(
+        "t0 \"x\" is write-only; `cp.async` needs read or readwrite access",
+        |b| {
+            let t = tensor(b, Scalar::F32, Access::Write, 16);
+            let s = b.shared("s", Scalar::F32, 64, 16, &[], None);
+            let i = b.u32(0);
+            b.cp_async(s, i, t, &[i, i]);
+        },
+    );
+    good(|b| {
+        let at = b.u32(1);
+        ring(b, at);
+        let (x, l) = (f32(b), b.u32(0));
+        b.shfl(ShflMode::Idx, x, l);
+        b.un(UnOp::Sqrt, x);
+        let t = tensor(b, Scalar::F32, Access::ReadWrite, 16);
+        let s = b.shared("s", Scalar::F32, 64, 16, &[], None);
+        b.st_shared(s, l, x);
+        b.cp_async(s, l, t, &[l, l]);
+    });
 }

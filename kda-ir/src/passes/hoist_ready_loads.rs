@@ -37,10 +37,9 @@ pub fn run(k: &mut Kernel) {
     }
     let mut written = HashSet::new();
     k.walk(|i, _| {
-        if let Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } | Op::AtomAdd { tensor } =
-            k.insts[i].op
-        {
-            written.insert(tensor);
+        let op = &k.insts[i].op;
+        if op.effects().writes_global() {
+            written.extend(op.tensor());
         }
     });
     let regions: Vec<Region> = k.regions.keys().collect();
@@ -50,20 +49,15 @@ pub fn run(k: &mut Kernel) {
 }
 
 /// What an instruction (with its nested regions) does that blocks hoisting a
-/// later load: the tensors it stores to, and whether it synchronises.
+/// later load: the tensors it stores to, and whether it synchronises (a wait
+/// that acquires other threads' or its own async copies' writes).
 fn effects(k: &Kernel, i: Inst, stored: &mut HashSet<Tensor>, synced: &mut bool) {
-    match k.insts[i].op {
-        Op::StGlobal { tensor, .. } | Op::BulkStore { tensor, .. } | Op::AtomAdd { tensor } => {
-            stored.insert(tensor);
-        }
-        Op::BarSync { .. }
-        | Op::BulkWait { .. }
-        | Op::MbarWait { .. }
-        | Op::MbarWaitParity { .. }
-        | Op::ClusterWait
-        | Op::CpAsyncWait(_) => *synced = true,
-        _ => {}
+    let op = &k.insts[i].op;
+    let fx = op.effects();
+    if fx.writes_global() {
+        stored.extend(op.tensor());
     }
+    *synced |= fx.acquires();
     for r in k.insts[i].op.regions() {
         for &j in &k.regions[r].insts {
             effects(k, j, stored, synced);
@@ -96,7 +90,7 @@ fn hoist_in(k: &mut Kernel, r: Region, written: &HashSet<Tensor>) {
             }
             _ => false,
         };
-        let pure = !d.op.has_side_effects() && d.op.regions().is_empty();
+        let pure = d.op.is_pure();
         let available = d
             .args
             .iter()

@@ -86,65 +86,24 @@
 //! [`ScheduleHints::late_release`]: crate::kernel::ScheduleHints::late_release
 
 use crate::kernel::Kernel;
-use crate::op::Op;
+use crate::op::{Effects, Op};
 use crate::passes::{contains, sink};
 
-/// Whether the release may not move past `op` (see the module doc).
+/// Whether the release may not move past `op` (see the module doc): it may
+/// wait for another thread (barrier waits, `setmaxnreg`, `while`), or it is
+/// a write or a signal (global stores, the thread's own shared stores,
+/// anything reaching a peer CTA, mbarrier and cluster signals). Async copies
+/// into shared memory are loads here; `pdl.launch_dependents` is no signal
+/// to this launch. Region ops stop through what they contain (`contains`).
 fn stops(op: &Op) -> bool {
-    match op {
-        // Waits on other threads, and loops that may be.
-        Op::ClusterWait
-        | Op::BarSync { .. }
-        | Op::MbarWait { .. }
-        | Op::MbarWaitParity { .. }
-        | Op::SetMaxNReg { .. }
-        | Op::While { .. } => true,
-        // Writes and signals.
-        Op::ClusterArrive { .. }
-        | Op::StGlobal { .. }
-        | Op::StShared { .. }
-        | Op::AtomAdd { .. }
-        | Op::BulkStore { .. }
-        | Op::MbarInit { .. }
-        | Op::MbarArrive { .. }
-        | Op::MbarArriveExpectTx { .. }
-        | Op::StAsync { .. }
-        | Op::MbarArriveRemote { .. } => true,
-        Op::IConst(_)
-        | Op::FConst(_)
-        | Op::Special(_)
-        | Op::Param(_)
-        | Op::Bin(_)
-        | Op::Fma { .. }
-        | Op::Un(_)
-        | Op::Cmp(_)
-        | Op::Select
-        | Op::Cvt
-        | Op::Bitcast
-        | Op::Pack
-        | Op::Extract(_)
-        | Op::LdGlobal { .. }
-        | Op::LdShared { .. }
-        | Op::CpAsync { .. }
-        | Op::CpAsyncCommit
-        | Op::CpAsyncWait(_)
-        | Op::BulkCopy { .. }
-        | Op::BulkCommit
-        | Op::BulkWait { .. }
-        | Op::GridDepWait
-        | Op::GridDepLaunch
-        | Op::Shfl(_)
-        | Op::ElectSync
-        | Op::Mma16816
-        | Op::WarpSync
-        | Op::FenceMbarInit
-        | Op::FenceProxyAsync
-        // Region ops stop through what they contain (`contains`).
-        | Op::If { .. }
-        | Op::For { .. }
-        | Op::InRole { .. }
-        | Op::Yield => false,
-    }
+    stops_for(op.effects())
+}
+
+fn stops_for(fx: Effects) -> bool {
+    fx.intersects(Effects::BLOCKS.with(Effects::SIGNAL))
+        || fx.writes_global()
+        || fx.reaches_peer()
+        || (fx.writes_shared() && !fx.is_async())
 }
 
 /// Sink every releasing `cluster.arrive` of `k` to its stopping point
@@ -164,9 +123,43 @@ pub fn run(k: &mut Kernel) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op::Opcode;
     use crate::parse::parse_kernel;
     use crate::passes::test_util::{names, top_regions, verified};
     use crate::write::write_kernel;
+
+    /// The table's effects stop the release at exactly the ops the module
+    /// doc lists.
+    #[test]
+    fn the_stops_are_the_documented_ones() {
+        let stops: Vec<&str> = Opcode::ALL
+            .iter()
+            .filter(|c| stops_for(c.effects()))
+            .map(|c| c.name())
+            .collect();
+        assert_eq!(
+            stops,
+            [
+                "st.global",
+                "atom.add",
+                "st.shared",
+                "mbarrier.init",
+                "mbarrier.arrive",
+                "mbarrier.arrive.expect_tx",
+                "mbarrier.arrive.remote",
+                "mbarrier.wait",
+                "mbarrier.wait.parity",
+                "cluster.arrive",
+                "cluster.wait",
+                "bar.sync",
+                "st.async",
+                "cp.async.bulk.store",
+                "setmaxnreg.inc",
+                "setmaxnreg.dec",
+                "while",
+            ]
+        );
+    }
 
     /// A cluster of 2 CTAs of 64 threads: thread 0 initialises the barriers,
     /// the cluster syncs (relaxed), every thread arrives on `bar1` and loads

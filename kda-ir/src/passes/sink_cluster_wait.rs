@@ -41,18 +41,23 @@ pub fn run(k: &mut Kernel) {
         return;
     }
     sink(k, &|op| *op == Op::ClusterWait, &|k, i| {
-        contains(k, i, &|k, j| match k.insts[j].op {
-            Op::StAsync { .. }
-            | Op::MbarArriveRemote { .. }
-            | Op::ClusterArrive { .. }
-            | Op::ClusterWait
-            | Op::MbarWait { .. }
-            | Op::MbarWaitParity { .. } => true,
-            // A global store the barrier may order after the peers' loads
-            // before their arrival (a shared value rewritten once all have
-            // read it).
-            Op::StGlobal { .. } | Op::BulkStore { .. } | Op::AtomAdd { .. } => true,
-            _ => false,
+        contains(k, i, &|k, j| {
+            let op = &k.insts[j].op;
+            let fx = op.effects();
+            // A send into a peer's shared memory (`st.async`, a remote
+            // arrival): the peer's barrier exists only past the wait.
+            fx.reaches_peer()
+                // A global store the barrier may order after the peers' loads
+                // before their arrival (a shared value rewritten once all
+                // have read it).
+                || fx.writes_global()
+                || matches!(
+                    op,
+                    Op::ClusterArrive { .. }
+                        | Op::ClusterWait
+                        | Op::MbarWait { .. }
+                        | Op::MbarWaitParity { .. }
+                )
         })
     });
 }

@@ -21,20 +21,20 @@
 //!
 //! [`ScheduleHints::early`]: crate::kernel::ScheduleHints::early
 
-use crate::entities::Inst;
+use crate::entities::{Inst, Tensor};
 use crate::kernel::{Kernel, Provenance};
 use crate::op::Op;
 use crate::passes::{contains, sink};
 
-/// Whether `i` itself must stay after the PDL wait.
+/// Whether `i` itself must stay after the PDL wait: it reads a produced
+/// tensor, writes global memory, or is another wait.
 fn needs_wait(k: &Kernel, i: Inst) -> bool {
-    match k.insts[i].op {
-        Op::LdGlobal { tensor, .. } | Op::CpAsync { tensor, .. } | Op::BulkCopy { tensor, .. } => {
-            k.tensors[tensor].provenance == Provenance::Produced
-        }
-        Op::StGlobal { .. } | Op::BulkStore { .. } | Op::AtomAdd { .. } | Op::GridDepWait => true,
-        _ => false,
-    }
+    let op = &k.insts[i].op;
+    let fx = op.effects();
+    let produced = |t: Tensor| k.tensors[t].provenance == Provenance::Produced;
+    (fx.reads_global() && op.tensor().is_some_and(produced))
+        || fx.writes_global()
+        || *op == Op::GridDepWait
 }
 
 /// Sink every `pdl.wait` of `k` to the first instruction that needs it

@@ -117,7 +117,7 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
         if !contains(k, i, &uses) {
             continue;
         }
-        if d.op.has_side_effects() || !d.op.regions().is_empty() {
+        if !d.op.is_pure() {
             return;
         }
         loaded.extend(d.results.iter().copied());

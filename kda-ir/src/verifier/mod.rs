@@ -32,7 +32,7 @@
 //!   not visible inside its own regions; region parameters are visible only
 //!   inside their region.
 //!
-//! # Operand and result types (`signature.rs`), per the op table in `op.rs`
+//! # Operand and result types (`signature.rs`), per the op table's signatures (`op/table.rs`)
 //!
 //! * every value's type is a scalar or a vector of 2, 4 or 8 lanes, bool only
 //!   as a scalar;

@@ -79,25 +79,11 @@ fn nesting(cx: &mut Ctx, layout: &Layout) {
 fn ownership(cx: &mut Ctx, layout: &Layout) {
     let k = cx.k;
     for &i in &layout.order {
-        let (buffer, barrier) = match k.insts[i].op {
-            Op::LdShared { buffer }
-            | Op::StShared { buffer }
-            | Op::CpAsync { buffer, .. }
-            | Op::BulkStore { buffer, .. } => (Some(buffer), None),
-            Op::StAsync {
-                buffer, barrier, ..
-            }
-            | Op::BulkCopy {
-                buffer, barrier, ..
-            } => (Some(buffer), Some(barrier)),
-            Op::MbarInit { barrier }
-            | Op::MbarArrive { barrier, .. }
-            | Op::MbarArriveExpectTx { barrier, .. }
-            | Op::MbarArriveRemote { barrier, .. }
-            | Op::MbarWait { barrier, .. }
-            | Op::MbarWaitParity { barrier, .. } => (None, Some(barrier)),
-            _ => continue,
-        };
+        let op = &k.insts[i].op;
+        let (buffer, barrier) = (op.buffer(), op.barrier().map(|(b, _)| b));
+        if buffer.is_none() && barrier.is_none() {
+            continue;
+        }
         let here = layout.role_of(k, i);
         if let Some(b) = buffer {
             let what = format!("shared buffer {}", cx.buffer(b));

@@ -1,13 +1,21 @@
-//! Operand and result counts and types of every op, per the signatures in
-//! the op table (`op.rs`), and the types that flow through region
+//! Operand and result counts and types of every op, read from the op table's
+//! signatures (`op/table.rs`), and the types that flow through region
 //! parameters and yields.
+//!
+//! The common path is data: each slot of a row's [`Sig`] states its rule and
+//! [`Sig::check`] words every error from it (counts, a named operand's fixed
+//! type, the type variable `T` and its class, tensor indices, ring indices,
+//! predicates, tensor and buffer element accesses, the access mode from the
+//! row's effects). What depends on an op's immediates or declarations, the
+//! rows mark `Ty::Dep` or `Arg::Rest`; the hooks at the end check it
+//! ([`Sig::dependent`] once the counts hold, [`Sig::immediates`] always).
 
 use super::{Ctx, Layout};
 use cranelift_entity::EntityRef;
 
 use crate::entities::{Barrier, Buffer, Inst, Region, Tensor, Value};
-use crate::kernel::{Access, Dim};
-use crate::op::{BinOp, CmpOp, Op, Special, UnOp};
+use crate::kernel::Dim;
+use crate::op::{self, Arg, CmpOp, Op, Special, Ty};
 use crate::types::{Scalar, Type};
 
 /// The fewest registers per thread `setmaxnreg` may set.
@@ -68,8 +76,13 @@ fn tys(ts: &[Type]) -> String {
     )
 }
 
-fn is_int(t: Type) -> bool {
-    t.elem.is_int()
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(parts: &[String]) -> String {
+    match parts.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, init)) => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 fn int_scalar(t: Type) -> bool {
@@ -90,6 +103,10 @@ impl Sig<'_, '_> {
         self.cx.mnemonic(self.i)
     }
 
+    fn op(&self) -> &Op {
+        &self.cx.k.insts[self.i].op
+    }
+
     fn ty(&self, v: Value) -> Type {
         self.cx.k.ty(v)
     }
@@ -102,44 +119,575 @@ impl Sig<'_, '_> {
         self.cx.value(v)
     }
 
-    /// Exact operand and result counts; false (after reporting) when wrong.
-    fn arity(&mut self, args: usize, results: usize) -> bool {
+    /// How many operands a slot stands for in this instruction (`None`: any).
+    fn slot_len(&self, a: Arg) -> Option<usize> {
+        let k = self.cx.k;
+        let op = self.op();
+        Some(match a {
+            Arg::One(..) => 1,
+            Arg::Indices => op.tensor().map_or(0, |t| k.tensors[t].shape.len()),
+            Arg::RingIndex => op.barrier().is_some_and(|(_, ring)| ring > 0) as usize,
+            Arg::Predicate => matches!(
+                op,
+                Op::StGlobal {
+                    predicated: true,
+                    ..
+                }
+            ) as usize,
+            Arg::Rest => return None,
+        })
+    }
+
+    /// The table's operand and result counts; false (after reporting) when wrong.
+    fn counts(&mut self, sig: &op::Sig) -> bool {
         let d = &self.cx.k.insts[self.i];
-        let na = d.args.len();
+        let (na, nr) = (d.args.len(), d.results.len());
+        let m = self.m();
         let mut ok = true;
-        if na != args {
-            let s = if args == 1 { "" } else { "s" };
-            self.err(format!(
-                "`{}` takes {args} operand{s}, found {na}",
-                self.m()
-            ));
-            ok = false;
+        // Every slot but a run (`Rest`) has a count here; with a run, the hook counts.
+        let lens: Option<Vec<usize>> = sig.args.iter().map(|&a| self.slot_len(a)).collect();
+        if let Some(lens) = lens {
+            let want: usize = lens.iter().sum();
+            if na != want {
+                ok = false;
+                let msg = match self.op().tensor() {
+                    Some(t) => self.tensor_count(t, sig.args, &lens, want, na),
+                    None => {
+                        let s = if want == 1 { "" } else { "s" };
+                        format!("`{m}` takes {want} operand{s}, found {na}")
+                    }
+                };
+                self.err(msg);
+            }
         }
-        ok &= self.results(results);
+        if sig.results.iter().all(|r| matches!(r, Arg::One(..))) {
+            let want = sig.results.len();
+            if nr != want {
+                let s = if want == 1 { "" } else { "s" };
+                self.err(format!("`{m}` has {want} result{s}, found {nr}"));
+                ok = false;
+            }
+        }
         ok
     }
 
-    fn results(&mut self, results: usize) -> bool {
-        let nr = self.cx.k.insts[self.i].results.len();
-        if nr != results {
-            let s = if results == 1 { "" } else { "s" };
-            self.err(format!(
-                "`{}` has {results} result{s}, found {nr}",
-                self.m()
-            ));
-            return false;
+    /// A tensor op's count error names every slot present: `` `atom.add` of
+    /// t0 "queue" takes one index per dimension (1) and the addend: 2
+    /// operands, found 3``.
+    fn tensor_count(
+        &self,
+        t: Tensor,
+        slots: &[Arg],
+        lens: &[usize],
+        want: usize,
+        na: usize,
+    ) -> String {
+        let m = self.m();
+        let rank = self.cx.k.tensors[t].shape.len();
+        let name = self.cx.tensor(t);
+        let parts: Vec<String> = slots
+            .iter()
+            .zip(lens)
+            .filter(|&(a, &n)| n > 0 || matches!(a, Arg::Indices))
+            .map(|(a, _)| match a {
+                Arg::One(name, _) => format!("the {name}"),
+                Arg::Indices => format!("one index per dimension ({rank})"),
+                Arg::RingIndex => "the ring index".into(),
+                Arg::Predicate => "the predicate".into(),
+                Arg::Rest => unreachable!("a run has no count"),
+            })
+            .collect();
+        if let [Arg::Indices] = slots {
+            format!("`{m}` of {name} takes {}, found {na}", parts[0])
+        } else {
+            format!(
+                "`{m}` of {name} takes {}: {want} operands, found {na}",
+                and_list(&parts)
+            )
         }
-        true
     }
 
-    fn result_is(&mut self, want: Type) {
-        let r = self.cx.k.insts[self.i].results[0];
+    fn check(&mut self) {
+        let k = self.cx.k;
+        let d = &k.insts[self.i];
+        let sig = d.op.opcode().sig();
+        if self.counts(sig) {
+            self.types(sig, &d.args, &d.results);
+        }
+        self.immediates();
+        if let Some((base, ring)) = d.op.barrier()
+            && ring > 0
+        {
+            self.ring(base, ring);
+        }
+    }
+
+    /// Every rule of the signature, on operands and results whose counts hold.
+    fn types(&mut self, sig: &op::Sig, args: &[Value], results: &[Value]) {
+        let m = self.m();
+        // Operands with a fixed rule, in order; the rest by kind.
+        let (mut t_args, mut elems) = (Vec::new(), Vec::new());
+        let mut at = 0;
+        for &slot in sig.args {
+            let Some(n) = self.slot_len(slot) else {
+                break;
+            };
+            for &v in &args[at..at + n] {
+                let (name, rule) = match slot {
+                    Arg::One(name, rule) => (name, rule),
+                    Arg::Indices => ("index", Ty::IntScalar),
+                    Arg::RingIndex => ("ring index", Ty::Is(Type::U32)),
+                    Arg::Predicate => ("predicate", Ty::Is(Type::BOOL)),
+                    Arg::Rest => unreachable!("slot_len is None"),
+                };
+                match (rule, rule.fixed(self.ty(v))) {
+                    (Ty::T, _) => t_args.push((name, v)),
+                    (Ty::GlobalElem | Ty::SharedElem, _) => elems.push((rule, v)),
+                    (_, Some((false, what))) => {
+                        self.err(format!("`{m}` {name} must be {what}, found {}", self.v(v)))
+                    }
+                    _ => {}
+                }
+            }
+            at += n;
+        }
+        let t_results: Vec<Value> = sig
+            .results
+            .iter()
+            .zip(results)
+            .filter(|(r, _)| matches!(r, Arg::One(_, Ty::T)))
+            .map(|(_, &v)| v)
+            .collect();
+        self.type_variable(sig.class, &t_args, &t_results);
+        for (r, &v) in sig.results.iter().zip(results) {
+            if let Arg::One(_, rule @ (Ty::GlobalElem | Ty::SharedElem)) = *r {
+                elems.push((rule, v));
+            }
+        }
+        self.access();
+        for (rule, v) in elems {
+            let t = self.ty(v);
+            match (rule, self.op().tensor(), self.op().buffer()) {
+                (Ty::GlobalElem, Some(tensor), _) => self.global_elem(tensor, t),
+                (Ty::SharedElem, _, Some(buffer)) => self.shared(buffer, t),
+                _ => unreachable!("element rules name the op's tensor or buffer"),
+            }
+        }
+        self.dependent(args, results);
+        for (r, &v) in sig.results.iter().zip(results) {
+            let t = self.ty(v);
+            match *r {
+                Arg::One(_, Ty::Is(want)) if t != want => {
+                    self.err(format!("`{m}` produces {want}, found {}", self.v(v)))
+                }
+                Arg::One(_, Ty::In(c)) if !(c.admits)(t) => {
+                    self.err(format!("`{m}` {}, found {t}", c.phrase))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The values typed `T` have one type, which the row's class admits.
+    fn type_variable(&mut self, class: op::Class, args: &[(&str, Value)], results: &[Value]) {
+        let Some(&(name, first)) = args.first() else {
+            return;
+        };
+        let m = self.m();
+        let t = self.ty(first);
+        let all = args.iter().map(|&(_, v)| v).chain(results.iter().copied());
+        if all.clone().any(|v| self.ty(v) != t) {
+            let vs = |xs: &mut dyn Iterator<Item = Value>| {
+                xs.map(|v| self.v(v)).collect::<Vec<_>>().join(", ")
+            };
+            let ins = vs(&mut args.iter().map(|&(_, v)| v));
+            let outs = vs(&mut results.iter().copied());
+            let msg = match (args.len(), results.is_empty()) {
+                (1, false) => format!("`{m}` produces its {name}'s type, found {ins} -> {outs}"),
+                (_, false) => {
+                    format!("`{m}` operands and result must have one type, found {ins} -> {outs}")
+                }
+                (_, true) => format!("`{m}` operands must have one type, found {ins}"),
+            };
+            return self.err(msg);
+        }
+        if !(class.admits)(t) {
+            self.err(format!("`{m}` {}, found {}", class.phrase, self.v(first)));
+        }
+    }
+
+    /// The tensor allows what the op's effects do to it.
+    fn access(&mut self) {
+        let Some(t) = self.op().tensor() else {
+            return;
+        };
+        let fx = self.op().effects();
+        let d = &self.cx.k.tensors[t];
+        let m = self.m();
+        let name = self.cx.tensor(t);
+        if fx.reads_global() && !d.access.reads() {
+            self.err(format!(
+                "{name} is write-only; `{m}` needs read or readwrite access"
+            ));
+        }
+        if fx.writes_global() && !d.access.writes() {
+            self.err(format!(
+                "{name} is read-only; `{m}` needs write or readwrite access"
+            ));
+        }
+    }
+
+    /// An element access of `ty` to tensor `t`.
+    fn global_elem(&mut self, t: Tensor, ty: Type) {
+        let d = &self.cx.k.tensors[t];
+        let m = self.m();
+        let name = self.cx.tensor(t);
+        if ty.elem != d.dtype {
+            self.err(format!(
+                "`{m}` of {name} accesses {ty}; its elements must be the tensor's dtype {}",
+                d.dtype
+            ));
+        }
+        if !vector_bytes_ok(ty) {
+            self.err(format!(
+                "`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes",
+                ty.bytes()
+            ));
+        } else if !ty.is_scalar() {
+            if ty.bytes() > d.align {
+                self.err(format!(
+                    "`{m}` of {ty} needs {name} aligned to {} bytes; it declares align {}",
+                    ty.bytes(),
+                    d.align
+                ));
+            }
+            if d.strides.last() != Some(&Dim::Const(1)) {
+                self.err(format!(
+                    "`{m}` of {ty} needs a unit innermost stride; {name} does not declare one"
+                ));
+            }
+        }
+    }
+
+    /// An element access of `ty` to buffer `b`.
+    fn shared(&mut self, b: Buffer, ty: Type) {
+        let d = &self.cx.k.buffers[b];
+        let m = self.m();
+        let name = self.cx.buffer(b);
+        if ty.elem != d.elem {
+            self.err(format!(
+                "`{m}` of {name} accesses {ty}; its elements must be the buffer's {}",
+                d.elem
+            ));
+        }
+        if !vector_bytes_ok(ty) {
+            self.err(format!(
+                "`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes",
+                ty.bytes()
+            ));
+        } else if ty.bytes() > d.align {
+            self.err(format!(
+                "`{m}` of {ty} needs {name} aligned to {} bytes; it declares align {}",
+                ty.bytes(),
+                d.align
+            ));
+        }
+    }
+
+    /// A ring of `ring` declared barriers from `base` that any element may
+    /// stand for, so they agree in arrivals, bytes and roles.
+    fn ring(&mut self, base: Barrier, ring: u32) {
+        let k = self.cx.k;
+        let m = self.m();
+        let first = base.index();
+        if first + ring as usize > k.barriers.len() {
+            self.err(format!(
+                "`{m}` names a ring of {ring} mbarriers from {}, but only {} are declared from there",
+                self.cx.barrier(base),
+                k.barriers.len().saturating_sub(first)
+            ));
+            return;
+        }
+        let d0 = &k.barriers[base];
+        for n in 1..ring as usize {
+            let e = Barrier::new(first + n);
+            let d = &k.barriers[e];
+            if d.arrivals != d0.arrivals || d.tx_bytes != d0.tx_bytes || d.roles != d0.roles {
+                self.err(format!(
+                    "`{m}` names a ring of {ring} mbarriers from {}, but {} differs from it in arrivals, bytes or roles",
+                    self.cx.barrier(base),
+                    self.cx.barrier(e)
+                ));
+                return;
+            }
+        }
+    }
+
+    // ---- hooks: what the table's rows mark `Ty::Dep` or `Arg::Rest`
+
+    /// Types that depend on the op's immediates or declarations; runs once
+    /// the counts hold.
+    fn dependent(&mut self, a: &[Value], results: &[Value]) {
+        let k = self.cx.k;
+        let m = self.m();
+        match *self.op() {
+            Op::IConst(c) => {
+                let t = self.ty(results[0]);
+                let range = match (t.lanes, t.elem) {
+                    (1, Scalar::Bool) => (0, 1),
+                    (1, Scalar::I32) => (i32::MIN as i64, i32::MAX as i64),
+                    (1, Scalar::U32) => (0, u32::MAX as i64),
+                    (1, Scalar::I64 | Scalar::U64) => (i64::MIN, i64::MAX),
+                    // Not an integer or bool scalar: the table's rule reports it.
+                    _ => return,
+                };
+                if c < range.0 || c > range.1 {
+                    self.err(format!(
+                        "`iconst {c}` does not fit {t} (allowed: {}..={})",
+                        range.0, range.1
+                    ));
+                }
+            }
+            Op::Param(s) => self.result_is(results[0], k.scalars[s].ty.into()),
+            Op::Cmp(c) => {
+                let (x, y) = (self.ty(a[0]), self.ty(a[1]));
+                if x != y {
+                    self.err(format!(
+                        "`{m}` compares two values of one type, found {} and {}",
+                        self.v(a[0]),
+                        self.v(a[1])
+                    ));
+                } else if !x.is_scalar() {
+                    self.err(format!("`{m}` compares scalars, found {}", self.v(a[0])));
+                } else if x.elem == Scalar::Bool && !matches!(c, CmpOp::Eq | CmpOp::Ne) {
+                    self.err(format!(
+                        "`{m}` cannot order bool values; bool allows only `cmp.eq` and `cmp.ne`"
+                    ));
+                }
+            }
+            Op::Cvt => {
+                let (x, r) = (self.ty(a[0]), self.ty(results[0]));
+                if x.elem == Scalar::Bool || r.elem == Scalar::Bool {
+                    self.err(format!(
+                        "`cvt` converts between numeric types, found {} -> {r}; use `select` to turn a bool into a number and `cmp` for the reverse",
+                        self.v(a[0])
+                    ));
+                } else if x.lanes != r.lanes {
+                    self.err(format!(
+                        "`cvt` keeps the lane count, found {} -> {r}",
+                        self.v(a[0])
+                    ));
+                }
+            }
+            Op::Bitcast => {
+                let (x, r) = (self.ty(a[0]), self.ty(results[0]));
+                if x.elem == Scalar::Bool || r.elem == Scalar::Bool {
+                    self.err(format!("`bitcast` cannot reinterpret bool (it has no bits in memory), found {} -> {r}", self.v(a[0])));
+                } else if x.bytes() != r.bytes() {
+                    self.err(format!(
+                        "`bitcast` keeps the size, found {} ({} bytes) -> {r} ({} bytes)",
+                        self.v(a[0]),
+                        x.bytes(),
+                        r.bytes()
+                    ));
+                }
+            }
+            Op::Pack => {
+                let n = a.len();
+                if !matches!(n, 2 | 4 | 8) {
+                    return self.err(format!("`pack` takes 2, 4 or 8 scalars, found {n}"));
+                }
+                let e = self.ty(a[0]);
+                if !e.is_scalar() || e.elem == Scalar::Bool {
+                    self.err(format!(
+                        "`pack` takes non-bool scalars, found {}",
+                        self.v(a[0])
+                    ));
+                } else if let Some(&x) = a.iter().find(|&&x| self.ty(x) != e) {
+                    self.err(format!(
+                        "`pack` takes scalars of one type, found {} and {}",
+                        self.v(a[0]),
+                        self.v(x)
+                    ));
+                } else {
+                    self.result_is(results[0], e.with_lanes(n as u8));
+                }
+            }
+            Op::Extract(lane) => {
+                let x = self.ty(a[0]);
+                if x.is_scalar() {
+                    self.err(format!("`{m}` takes a vector, found {}", self.v(a[0])));
+                } else if lane >= x.lanes {
+                    self.err(format!(
+                        "`{m}` reads lane {lane} of {}, which has lanes 0..{}",
+                        self.v(a[0]),
+                        x.lanes
+                    ));
+                } else {
+                    self.result_is(results[0], Type::scalar(x.elem));
+                }
+            }
+            Op::AtomAdd { .. } => {
+                let t = self.ty(results[0]);
+                if t != Type::U32 && t != Type::I32 {
+                    self.err(format!("`{m}` adds to a u32 or i32 element, found {t}"));
+                }
+                let addend = a[a.len() - 1];
+                if self.ty(addend) != t {
+                    self.err(format!(
+                        "`{m}` addend must be {t} (the result's type), found {}",
+                        self.v(addend)
+                    ));
+                }
+            }
+            Op::StAsync { buffer, .. } => {
+                let x = self.ty(a[1]);
+                if !matches!(x.bytes(), 4 | 8 | 16) || x.elem == Scalar::Bool {
+                    self.err(format!(
+                        "`st.async` stores 4, 8 or 16 bytes, found {} ({} bytes)",
+                        self.v(a[1]),
+                        x.bytes()
+                    ));
+                } else {
+                    self.shared(buffer, x);
+                }
+            }
+            Op::CpAsync { buffer, tensor } => self.copy_target(buffer, tensor, 16),
+            Op::BulkCopy {
+                buffer,
+                tensor,
+                bytes,
+                ..
+            }
+            | Op::BulkStore {
+                buffer,
+                tensor,
+                bytes,
+                ..
+            } => {
+                if bytes == 0 || !bytes.is_multiple_of(16) {
+                    let verb = if self.op().effects().writes_global() {
+                        "stores"
+                    } else {
+                        "copies"
+                    };
+                    self.err(format!(
+                        "`{m}` {verb} a positive multiple of 16 bytes, found {bytes}"
+                    ));
+                }
+                self.copy_target(buffer, tensor, bytes);
+            }
+            Op::If { then, els } => {
+                let res = self.tys_of(results);
+                self.region_io(
+                    then,
+                    "the then-region of this `if`",
+                    &[],
+                    &res,
+                    " (the `if` results)",
+                );
+                self.region_io(
+                    els,
+                    "the else-region of this `if`",
+                    &[],
+                    &res,
+                    " (the `if` results)",
+                );
+            }
+            Op::For { body } => self.for_loop(body, a, results),
+            Op::While { cond, body } => self.while_loop(cond, body, a, results),
+            _ => {}
+        }
+    }
+
+    /// Immediates and region shapes checked whatever the operands.
+    fn immediates(&mut self) {
+        let m = self.m();
+        match *self.op() {
+            Op::Special(Special::BlockIdx(n) | Special::GridDim(n)) if n > 2 => {
+                self.err(format!(
+                    "`special` dimension {n} does not exist; allowed: 0 (x), 1 (y), 2 (z)"
+                ));
+            }
+            Op::MbarArriveExpectTx { bytes, .. } if bytes == 0 || bytes > MAX_TX => {
+                self.err(format!(
+                    "`{m}` expects {bytes} bytes; allowed: 1..={MAX_TX}"
+                ));
+            }
+            Op::SetMaxNReg { regs, .. }
+                if !(MIN_REGS..=MAX_REGS).contains(&regs) || !regs.is_multiple_of(8) =>
+            {
+                self.err(format!(
+                    "`{m}` sets {regs} registers per thread; allowed: a multiple of 8 in {MIN_REGS}..={MAX_REGS}"
+                ));
+            }
+            Op::BarSync { id, threads } => {
+                if id >= 16 {
+                    self.err(format!(
+                        "`bar.sync` id {id} does not exist; named barriers are 0..16"
+                    ));
+                }
+                let block = self.cx.k.launch.block;
+                if threads == 0 || threads % 32 != 0 || threads > block {
+                    self.err(format!(
+                        "`bar.sync` counts {threads} threads; allowed: a positive multiple of 32 up to the block ({block})"
+                    ));
+                }
+            }
+            Op::InRole { body, .. } => {
+                self.region_io(body, "the body of this `role`", &[], &[], "")
+            }
+            _ => {}
+        }
+    }
+
+    fn result_is(&mut self, r: Value, want: Type) {
         if self.ty(r) != want {
             self.err(format!(
                 "`{}` produces {want}, found {}",
                 self.m(),
                 self.v(r)
             ));
+        }
+    }
+
+    /// An async copy of `bytes` between `b` and `t`: both 16-byte aligned,
+    /// no more than the buffer holds.
+    fn copy_target(&mut self, b: Buffer, t: Tensor, bytes: u32) {
+        let k = self.cx.k;
+        let m = self.m();
+        let (bd, td) = (&k.buffers[b], &k.tensors[t]);
+        if bd.align < 16 {
+            self.err(format!(
+                "`{m}` needs {} aligned to 16 bytes; it declares align {}",
+                self.cx.buffer(b),
+                bd.align
+            ));
+        }
+        if td.align < 16 {
+            self.err(format!(
+                "`{m}` needs {} aligned to 16 bytes; it declares align {}",
+                self.cx.tensor(t),
+                td.align
+            ));
+        }
+        if bytes > bd.bytes() {
+            let msg = if self.op().effects().writes_global() {
+                format!(
+                    "`{m}` stores {bytes} bytes from {} into {}, but the buffer holds {} bytes",
+                    self.cx.buffer(b),
+                    self.cx.tensor(t),
+                    bd.size()
+                )
+            } else {
+                format!(
+                    "`{m}` copies {bytes} bytes from {} into {}, which holds {}",
+                    self.cx.tensor(t),
+                    self.cx.buffer(b),
+                    bd.size()
+                )
+            };
+            self.err(msg);
         }
     }
 
@@ -174,791 +722,63 @@ impl Sig<'_, '_> {
         }
     }
 
-    fn check(&mut self) {
-        let k = self.cx.k;
-        let d = &k.insts[self.i];
-        let a = d.args.clone();
-        let m = self.m();
-        match &d.op {
-            Op::IConst(c) => {
-                if self.arity(0, 1) {
-                    let t = self.ty(d.results[0]);
-                    let range = match (t.lanes, t.elem) {
-                        (1, Scalar::Bool) => Some((0, 1)),
-                        (1, Scalar::I32) => Some((i32::MIN as i64, i32::MAX as i64)),
-                        (1, Scalar::U32) => Some((0, u32::MAX as i64)),
-                        (1, Scalar::I64 | Scalar::U64) => Some((i64::MIN, i64::MAX)),
-                        _ => None,
-                    };
-                    match range {
-                        None => self.err(format!(
-                            "`iconst` produces an integer or bool scalar, found {t}"
-                        )),
-                        Some((lo, hi)) if *c < lo || *c > hi => self.err(format!(
-                            "`iconst {c}` does not fit {t} (allowed: {lo}..={hi})"
-                        )),
-                        _ => {}
-                    }
-                }
-            }
-            Op::FConst(_) => {
-                if self.arity(0, 1) {
-                    let t = self.ty(d.results[0]);
-                    if t != Type::F32 && t != Type::BF16 {
-                        self.err(format!("`fconst` produces f32 or bf16, found {t}"));
-                    }
-                }
-            }
-            Op::Special(s) => {
-                if self.arity(0, 1) {
-                    self.result_is(Type::U32);
-                }
-                if let Special::BlockIdx(n) | Special::GridDim(n) = s
-                    && *n > 2
-                {
-                    self.err(format!(
-                        "`special` dimension {n} does not exist; allowed: 0 (x), 1 (y), 2 (z)"
-                    ));
-                }
-            }
-            Op::Param(s) => {
-                if self.arity(0, 1) {
-                    self.result_is(k.scalars[*s].ty.into());
-                }
-            }
-            Op::Bin(b) => {
-                if self.arity(2, 1) {
-                    self.bin(*b, a[0], a[1], d.results[0]);
-                }
-            }
-            Op::Fma { .. } => {
-                if self.arity(3, 1) {
-                    for &x in a.iter().chain(&d.results) {
-                        if self.ty(x) != Type::F32 {
-                            self.err(format!(
-                                "`{m}` operands and result must be f32, found {}",
-                                self.v(x)
-                            ));
-                        }
-                    }
-                }
-            }
-            Op::Un(u) => {
-                if self.arity(1, 1) {
-                    self.un(*u, a[0], d.results[0]);
-                }
-            }
-            Op::Cmp(c) => {
-                if self.arity(2, 1) {
-                    let (x, y) = (self.ty(a[0]), self.ty(a[1]));
-                    if x != y {
-                        self.err(format!(
-                            "`{m}` compares two values of one type, found {} and {}",
-                            self.v(a[0]),
-                            self.v(a[1])
-                        ));
-                    } else if !x.is_scalar() {
-                        self.err(format!("`{m}` compares scalars, found {}", self.v(a[0])));
-                    } else if x.elem == Scalar::Bool && !matches!(c, CmpOp::Eq | CmpOp::Ne) {
-                        self.err(format!(
-                            "`{m}` cannot order bool values; bool allows only `cmp.eq` and `cmp.ne`"
-                        ));
-                    }
-                    self.result_is(Type::BOOL);
-                }
-            }
-            Op::Select => {
-                if self.arity(3, 1) {
-                    if self.ty(a[0]) != Type::BOOL {
-                        self.err(format!(
-                            "`select` condition must be bool, found {}",
-                            self.v(a[0])
-                        ));
-                    }
-                    let (x, y, r) = (self.ty(a[1]), self.ty(a[2]), self.ty(d.results[0]));
-                    if x != y || x != r {
-                        self.err(format!(
-                            "`select` operands and result must have one type, found {}, {} -> {}",
-                            self.v(a[1]),
-                            self.v(a[2]),
-                            self.v(d.results[0])
-                        ));
-                    }
-                }
-            }
-            Op::Cvt => {
-                if self.arity(1, 1) {
-                    let (x, r) = (self.ty(a[0]), self.ty(d.results[0]));
-                    if x.elem == Scalar::Bool || r.elem == Scalar::Bool {
-                        self.err(format!(
-                            "`cvt` converts between numeric types, found {} -> {r}; use `select` to turn a bool into a number and `cmp` for the reverse",
-                            self.v(a[0])
-                        ));
-                    } else if x.lanes != r.lanes {
-                        self.err(format!(
-                            "`cvt` keeps the lane count, found {} -> {r}",
-                            self.v(a[0])
-                        ));
-                    }
-                }
-            }
-            Op::Bitcast => {
-                if self.arity(1, 1) {
-                    let (x, r) = (self.ty(a[0]), self.ty(d.results[0]));
-                    if x.elem == Scalar::Bool || r.elem == Scalar::Bool {
-                        self.err(format!("`bitcast` cannot reinterpret bool (it has no bits in memory), found {} -> {r}", self.v(a[0])));
-                    } else if x.bytes() != r.bytes() {
-                        self.err(format!(
-                            "`bitcast` keeps the size, found {} ({} bytes) -> {r} ({} bytes)",
-                            self.v(a[0]),
-                            x.bytes(),
-                            r.bytes()
-                        ));
-                    }
-                }
-            }
-            Op::Pack => {
-                if self.results(1) {
-                    let n = a.len();
-                    if !matches!(n, 2 | 4 | 8) {
-                        self.err(format!("`pack` takes 2, 4 or 8 scalars, found {n}"));
-                    } else {
-                        let e = self.ty(a[0]);
-                        if !e.is_scalar() || e.elem == Scalar::Bool {
-                            self.err(format!(
-                                "`pack` takes non-bool scalars, found {}",
-                                self.v(a[0])
-                            ));
-                        } else if let Some(&x) = a.iter().find(|&&x| self.ty(x) != e) {
-                            self.err(format!(
-                                "`pack` takes scalars of one type, found {} and {}",
-                                self.v(a[0]),
-                                self.v(x)
-                            ));
-                        } else {
-                            self.result_is(e.with_lanes(n as u8));
-                        }
-                    }
-                }
-            }
-            Op::Extract(lane) => {
-                if self.arity(1, 1) {
-                    let x = self.ty(a[0]);
-                    if x.is_scalar() {
-                        self.err(format!("`{m}` takes a vector, found {}", self.v(a[0])));
-                    } else if *lane >= x.lanes {
-                        self.err(format!(
-                            "`{m}` reads lane {lane} of {}, which has lanes 0..{}",
-                            self.v(a[0]),
-                            x.lanes
-                        ));
-                    } else {
-                        self.result_is(Type::scalar(x.elem));
-                    }
-                }
-            }
-            Op::LdGlobal { tensor, .. } => {
-                if self.results(1) {
-                    let r = d.results[0];
-                    self.global(*tensor, &a, Some(self.ty(r)), Access::Read);
-                }
-            }
-            Op::StGlobal {
-                tensor, predicated, ..
-            } => {
-                self.results(0);
-                let rank = k.tensors[*tensor].shape.len();
-                let want = rank + 1 + *predicated as usize;
-                if a.len() != want {
-                    let p = if *predicated {
-                        " and a bool predicate"
-                    } else {
-                        ""
-                    };
-                    self.err(format!(
-                        "`{m}` of {} takes {rank} indices, the value{p} ({want} operands), found {}",
-                        self.cx.tensor(*tensor),
-                        a.len()
-                    ));
-                } else {
-                    self.global(*tensor, &a[..rank], Some(self.ty(a[rank])), Access::Write);
-                    if *predicated && self.ty(a[rank + 1]) != Type::BOOL {
-                        self.err(format!(
-                            "`{m}` predicate must be bool, found {}",
-                            self.v(a[rank + 1])
-                        ));
-                    }
-                }
-            }
-            Op::AtomAdd { tensor } => {
-                if self.results(1) {
-                    let rank = k.tensors[*tensor].shape.len();
-                    let t = self.ty(d.results[0]);
-                    if a.len() != rank + 1 {
-                        self.err(format!(
-                            "`{m}` of {} takes one index per dimension ({rank}) and the addend: {} operands, found {}",
-                            self.cx.tensor(*tensor),
-                            rank + 1,
-                            a.len()
-                        ));
-                    } else {
-                        if t != Type::scalar(Scalar::U32) && t != Type::scalar(Scalar::I32) {
-                            self.err(format!("`{m}` adds to a u32 or i32 element, found {t}"));
-                        }
-                        if self.ty(a[rank]) != t {
-                            self.err(format!(
-                                "`{m}` addend must be {t} (the result's type), found {}",
-                                self.v(a[rank])
-                            ));
-                        }
-                        // Reads and writes the element.
-                        self.global(*tensor, &a[..rank], Some(t), Access::ReadWrite);
-                    }
-                }
-            }
-            Op::LdShared { buffer } => {
-                if self.arity(1, 1) {
-                    self.index(a[0]);
-                    self.shared(*buffer, self.ty(d.results[0]));
-                }
-            }
-            Op::StShared { buffer } => {
-                if self.arity(2, 0) {
-                    self.index(a[0]);
-                    self.shared(*buffer, self.ty(a[1]));
-                }
-            }
-            Op::Shfl(_) => {
-                if self.arity(2, 1) {
-                    let x = self.ty(a[0]);
-                    if x.bytes() != 4 || x.elem == Scalar::Bool {
-                        self.err(format!(
-                            "`{m}` moves 32-bit values (f32, i32, u32, bf16x2), found {}",
-                            self.v(a[0])
-                        ));
-                    }
-                    if !int_scalar(self.ty(a[1])) {
-                        self.err(format!(
-                            "`{m}` lane or mask must be an integer scalar, found {}",
-                            self.v(a[1])
-                        ));
-                    }
-                    if self.ty(d.results[0]) != x {
-                        self.err(format!(
-                            "`{m}` produces its value's type {x}, found {}",
-                            self.v(d.results[0])
-                        ));
-                    }
-                }
-            }
-            Op::ElectSync => {
-                if self.arity(0, 1) {
-                    self.result_is(Type::BOOL);
-                }
-            }
-            Op::Mma16816 => {
-                if self.arity(3, 1) {
-                    let want = [
-                        Type::vec(Scalar::U32, 4),
-                        Type::vec(Scalar::U32, 2),
-                        Type::vec(Scalar::F32, 4),
-                    ];
-                    for (n, (&x, w)) in a.iter().zip(want).enumerate() {
-                        if self.ty(x) != w {
-                            let name = ["a", "b", "c"][n];
-                            self.err(format!(
-                                "`{m}` operand {name} must be {w}, found {}",
-                                self.v(x)
-                            ));
-                        }
-                    }
-                    self.result_is(Type::vec(Scalar::F32, 4));
-                }
-            }
-            Op::MbarArriveExpectTx {
-                bytes,
-                barrier,
-                ring,
-            } => {
-                if self.arity((*ring > 0) as usize, 0) {
-                    self.ring(*barrier, *ring, a.last().copied());
-                }
-                if *bytes == 0 || *bytes > MAX_TX {
-                    self.err(format!(
-                        "`{m}` expects {bytes} bytes; allowed: 1..={MAX_TX}"
-                    ));
-                }
-            }
-            Op::SetMaxNReg { regs, .. } => {
-                self.arity(0, 0);
-                if !(MIN_REGS..=MAX_REGS).contains(regs) || !regs.is_multiple_of(8) {
-                    self.err(format!(
-                        "`{m}` sets {regs} registers per thread; allowed: a multiple of 8 in {MIN_REGS}..={MAX_REGS}"
-                    ));
-                }
-            }
-            Op::BarSync { id, threads } => {
-                self.arity(0, 0);
-                if *id >= 16 {
-                    self.err(format!(
-                        "`bar.sync` id {id} does not exist; named barriers are 0..16"
-                    ));
-                }
-                let block = k.launch.block;
-                if *threads == 0 || threads % 32 != 0 || *threads > block {
-                    self.err(format!(
-                        "`bar.sync` counts {threads} threads; allowed: a positive multiple of 32 up to the block ({block})"
-                    ));
-                }
-            }
-            Op::StAsync {
-                buffer,
-                barrier,
-                ring,
-            } => {
-                if self.arity(3 + (*ring > 0) as usize, 0) {
-                    if *ring > 0 {
-                        self.ring(*barrier, *ring, a.get(3).copied());
-                    }
-                    self.index(a[0]);
-                    let x = self.ty(a[1]);
-                    if !matches!(x.bytes(), 4 | 8 | 16) || x.elem == Scalar::Bool {
-                        self.err(format!(
-                            "`st.async` stores 4, 8 or 16 bytes, found {} ({} bytes)",
-                            self.v(a[1]),
-                            x.bytes()
-                        ));
-                    } else {
-                        self.shared(*buffer, x);
-                    }
-                    if !int_scalar(self.ty(a[2])) {
-                        self.err(format!(
-                            "`st.async` destination cta must be an integer scalar, found {}",
-                            self.v(a[2])
-                        ));
-                    }
-                }
-            }
-            Op::CpAsync { buffer, tensor } => {
-                self.results(0);
-                match a.split_first() {
-                    None => self.err(format!(
-                        "`{m}` takes a shared index and one index per tensor dimension, found none"
-                    )),
-                    Some((&s, g)) => {
-                        self.index(s);
-                        self.global(*tensor, g, None, Access::Read);
-                        self.copy_target(*buffer, *tensor, 16);
-                    }
-                }
-            }
-            Op::BulkCopy {
-                buffer,
-                tensor,
-                bytes,
-                barrier,
-                ring,
-                ..
-            } => {
-                self.results(0);
-                let a = if *ring > 0 {
-                    self.ring(*barrier, *ring, a.last().copied());
-                    &a[..a.len().saturating_sub(1)]
-                } else {
-                    &a[..]
-                };
-                self.bulk_operands(&m, a, *buffer, *tensor, *bytes, true);
-            }
-            Op::BulkStore {
-                buffer,
-                tensor,
-                bytes,
-                ..
-            } => {
-                self.results(0);
-                self.bulk_operands(&m, &a, *buffer, *tensor, *bytes, false);
-            }
-            Op::MbarArrive { barrier, ring } => {
-                if self.arity((*ring > 0) as usize, 0) {
-                    self.ring(*barrier, *ring, a.last().copied());
-                }
-            }
-            Op::MbarArriveRemote { barrier, ring } => {
-                if self.arity(1 + (*ring > 0) as usize, 0) {
-                    if !int_scalar(self.ty(a[0])) {
-                        self.err(format!(
-                            "`{m}` destination cta must be an integer scalar, found {}",
-                            self.v(a[0])
-                        ));
-                    }
-                    self.ring(*barrier, *ring, a.get(1).copied());
-                }
-            }
-            Op::MbarWaitParity { barrier, ring } => {
-                if self.arity(1 + (*ring > 0) as usize, 0) {
-                    if self.ty(a[0]) != Type::U32 {
-                        self.err(format!(
-                            "`{m}` parity must be a u32, found {}",
-                            self.v(a[0])
-                        ));
-                    }
-                    self.ring(*barrier, *ring, a.get(1).copied());
-                }
-            }
-            Op::MbarInit { .. }
-            | Op::MbarWait { .. }
-            | Op::FenceMbarInit
-            | Op::WarpSync
-            | Op::FenceProxyAsync
-            | Op::ClusterArrive { .. }
-            | Op::ClusterWait
-            | Op::CpAsyncCommit
-            | Op::CpAsyncWait(_)
-            | Op::BulkCommit
-            | Op::BulkWait { .. }
-            | Op::GridDepWait
-            | Op::GridDepLaunch => {
-                self.arity(0, 0);
-            }
-            Op::If { then, els } => {
-                if self.arity(1, d.results.len()) {
-                    if self.ty(a[0]) != Type::BOOL {
-                        self.err(format!(
-                            "`if` condition must be bool, found {}",
-                            self.v(a[0])
-                        ));
-                    }
-                    let res = self.tys_of(&d.results);
-                    self.region_io(
-                        *then,
-                        "the then-region of this `if`",
-                        &[],
-                        &res,
-                        " (the `if` results)",
-                    );
-                    self.region_io(
-                        *els,
-                        "the else-region of this `if`",
-                        &[],
-                        &res,
-                        " (the `if` results)",
-                    );
-                }
-            }
-            Op::For { body } => {
-                if a.len() < 3 {
-                    self.err(format!("`for` takes lo, hi, step and the initial carried values, found {} operands", a.len()));
-                    return;
-                }
-                let (lo, hi, step) = (self.ty(a[0]), self.ty(a[1]), self.ty(a[2]));
-                if !int_scalar(lo) || hi != lo || step != lo {
-                    self.err(format!(
-                        "`for` bounds must have one integer scalar type, found lo {}, hi {}, step {}",
-                        self.v(a[0]),
-                        self.v(a[1]),
-                        self.v(a[2])
-                    ));
-                }
-                let carried = self.tys_of(&a[3..]);
-                let res = self.tys_of(&d.results);
-                if res != carried {
-                    self.err(format!(
-                        "this `for` carries {} but has results {}",
-                        tys(&carried),
-                        tys(&res)
-                    ));
-                }
-                let mut params = vec![lo];
-                params.extend(&carried);
-                self.region_io(*body, "the body of this `for`", &params, &carried, "");
-            }
-            Op::While { cond, body } => {
-                let carried = self.tys_of(&a);
-                let res = self.tys_of(&d.results);
-                if res != carried {
-                    self.err(format!(
-                        "this `while` carries {} but has results {}",
-                        tys(&carried),
-                        tys(&res)
-                    ));
-                }
-                let mut cy = vec![Type::BOOL];
-                cy.extend(&carried);
-                self.region_io(
-                    *cond,
-                    "the condition of this `while`",
-                    &carried,
-                    &cy,
-                    " (the condition, then the carried values)",
-                );
-                self.region_io(
-                    *body,
-                    "the body of this `while`",
-                    &carried,
-                    &carried,
-                    " (the carried values)",
-                );
-            }
-            Op::InRole { body, .. } => {
-                self.arity(0, 0);
-                self.region_io(*body, "the body of this `role`", &[], &[], "");
-            }
-            Op::Yield => {
-                self.results(0);
-            }
-        }
-    }
-
-    fn bin(&mut self, b: BinOp, x: Value, y: Value, r: Value) {
-        let (tx, ty, tr) = (self.ty(x), self.ty(y), self.ty(r));
-        let m = self.m();
-        if tx != ty || tx != tr {
-            self.err(format!(
-                "`{m}` operands and result must have one type, found {}, {} -> {}",
-                self.v(x),
-                self.v(y),
-                self.v(r)
-            ));
-            return;
-        }
-        let e = tx.elem;
-        let (ok, allowed) = match b {
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max => {
-                (e.is_int() || e.is_float(), "integers or floats")
-            }
-            BinOp::Rem | BinOp::Shl | BinOp::Shr => (e.is_int(), "integers"),
-            BinOp::And | BinOp::Or | BinOp::Xor => {
-                (e.is_int() || e == Scalar::Bool, "integers or bool")
-            }
-        };
-        if !ok {
-            self.err(format!("`{m}` takes {allowed}, found {}", self.v(x)));
-        }
-    }
-
-    fn un(&mut self, u: UnOp, x: Value, r: Value) {
-        let (tx, tr) = (self.ty(x), self.ty(r));
-        let m = self.m();
-        if tx != tr {
-            self.err(format!(
-                "`{m}` produces its operand's type, found {} -> {}",
-                self.v(x),
-                self.v(r)
-            ));
-            return;
-        }
-        let e = tx.elem;
-        let (ok, allowed) = match u {
-            UnOp::Neg | UnOp::Abs => (e.is_float() || e.is_signed(), "signed integers or floats"),
-            UnOp::Not => (e.is_int() || e == Scalar::Bool, "integers or bool"),
-            _ => (tx == Type::F32, "f32"),
-        };
-        if !ok {
-            self.err(format!("`{m}` takes {allowed}, found {}", self.v(x)));
-        }
-    }
-
-    /// A ring operand: `ring` declared barriers from `base` on that any
-    /// element may stand for, so they agree in arrivals, bytes and roles;
-    /// the index is a u32.
-    fn ring(&mut self, base: Barrier, ring: u32, idx: Option<Value>) {
-        if ring == 0 {
-            return;
-        }
-        let k = self.cx.k;
-        let m = self.m();
-        if let Some(v) = idx
-            && self.ty(v) != Type::U32
-        {
-            self.err(format!(
-                "`{m}` ring index must be a u32, found {}",
-                self.v(v)
-            ));
-        }
-        let first = base.index();
-        if first + ring as usize > k.barriers.len() {
-            self.err(format!(
-                "`{m}` names a ring of {ring} mbarriers from {}, but only {} are declared from there",
-                self.cx.barrier(base),
-                k.barriers.len().saturating_sub(first)
-            ));
-            return;
-        }
-        let d0 = &k.barriers[base];
-        for n in 1..ring as usize {
-            let e = Barrier::new(first + n);
-            let d = &k.barriers[e];
-            if d.arrivals != d0.arrivals || d.tx_bytes != d0.tx_bytes || d.roles != d0.roles {
-                self.err(format!(
-                    "`{m}` names a ring of {ring} mbarriers from {}, but {} differs from it in arrivals, bytes or roles",
-                    self.cx.barrier(base),
-                    self.cx.barrier(e)
-                ));
-                return;
-            }
-        }
-    }
-
-    fn index(&mut self, v: Value) {
-        if !int_scalar(self.ty(v)) {
-            self.err(format!(
-                "`{}` index must be an integer scalar, found {}",
-                self.m(),
-                self.v(v)
-            ));
-        }
-    }
-
-    /// A global access of `ty` (None: a byte copy) at `idx` of `t`, making
-    /// the accesses `need` (an `atom.add` reads and writes).
-    fn global(&mut self, t: Tensor, idx: &[Value], ty: Option<Type>, need: Access) {
-        let k = self.cx.k;
-        let d = &k.tensors[t];
-        let m = self.m();
-        let name = self.cx.tensor(t);
-        if idx.len() != d.shape.len() {
-            self.err(format!(
-                "`{m}` of {name} takes one index per dimension ({}), found {}",
-                d.shape.len(),
-                idx.len()
-            ));
-        }
-        for &x in idx {
-            if !is_int(self.ty(x)) || !self.ty(x).is_scalar() {
-                self.err(format!(
-                    "`{m}` index must be an integer scalar, found {}",
-                    self.v(x)
-                ));
-            }
-        }
-        if need.reads() && !d.access.reads() {
-            self.err(format!(
-                "{name} is write-only; `{m}` needs read or readwrite access"
-            ));
-        }
-        if need.writes() && !d.access.writes() {
-            self.err(format!(
-                "{name} is read-only; `{m}` needs write or readwrite access"
-            ));
-        }
-        let Some(ty) = ty else { return };
-        if ty.elem != d.dtype {
-            self.err(format!(
-                "`{m}` of {name} accesses {ty}; its elements must be the tensor's dtype {}",
-                d.dtype
-            ));
-        }
-        if !vector_bytes_ok(ty) {
-            self.err(format!(
-                "`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes",
-                ty.bytes()
-            ));
-        } else if !ty.is_scalar() {
-            if ty.bytes() > d.align {
-                self.err(format!(
-                    "`{m}` of {ty} needs {name} aligned to {} bytes; it declares align {}",
-                    ty.bytes(),
-                    d.align
-                ));
-            }
-            if d.strides.last() != Some(&Dim::Const(1)) {
-                self.err(format!(
-                    "`{m}` of {ty} needs a unit innermost stride; {name} does not declare one"
-                ));
-            }
-        }
-    }
-
-    /// A shared access of `ty` to `b`.
-    fn shared(&mut self, b: Buffer, ty: Type) {
-        let k = self.cx.k;
-        let d = &k.buffers[b];
-        let m = self.m();
-        let name = self.cx.buffer(b);
-        if ty.elem != d.elem {
-            self.err(format!(
-                "`{m}` of {name} accesses {ty}; its elements must be the buffer's {}",
-                d.elem
-            ));
-        }
-        if !vector_bytes_ok(ty) {
-            self.err(format!(
-                "`{m}` accesses {ty} ({} bytes); allowed: a scalar or a vector of 4, 8 or 16 bytes",
-                ty.bytes()
-            ));
-        } else if ty.bytes() > d.align {
-            self.err(format!(
-                "`{m}` of {ty} needs {name} aligned to {} bytes; it declares align {}",
-                ty.bytes(),
-                d.align
-            ));
-        }
-    }
-
-    /// The operands of a bulk copy (`load`: global to shared) or bulk store
-    /// between buffer `b` and tensor `t`: a shared index, one index per
-    /// tensor dimension, a positive multiple of 16 bytes.
-    fn bulk_operands(
-        &mut self,
-        m: &str,
-        a: &[Value],
-        b: Buffer,
-        t: Tensor,
-        bytes: u32,
-        load: bool,
-    ) {
-        let Some((&s, g)) = a.split_first() else {
+    /// `lo, hi, step, init.. -> results`: body params `(iv, carried..)`.
+    fn for_loop(&mut self, body: Region, a: &[Value], results: &[Value]) {
+        if a.len() < 3 {
             return self.err(format!(
-                "`{m}` takes a shared index and one index per tensor dimension, found none"
-            ));
-        };
-        self.index(s);
-        self.global(t, g, None, if load { Access::Read } else { Access::Write });
-        if bytes == 0 || !bytes.is_multiple_of(16) {
-            let verb = if load { "copies" } else { "stores" };
-            self.err(format!(
-                "`{m}` {verb} a positive multiple of 16 bytes, found {bytes}"
+                "`for` takes lo, hi, step and the initial carried values, found {} operands",
+                a.len()
             ));
         }
-        self.copy_target(b, t, bytes);
+        let (lo, hi, step) = (self.ty(a[0]), self.ty(a[1]), self.ty(a[2]));
+        if !int_scalar(lo) || hi != lo || step != lo {
+            self.err(format!(
+                "`for` bounds must have one integer scalar type, found lo {}, hi {}, step {}",
+                self.v(a[0]),
+                self.v(a[1]),
+                self.v(a[2])
+            ));
+        }
+        let carried = self.tys_of(&a[3..]);
+        let res = self.tys_of(results);
+        if res != carried {
+            self.err(format!(
+                "this `for` carries {} but has results {}",
+                tys(&carried),
+                tys(&res)
+            ));
+        }
+        let mut params = vec![lo];
+        params.extend(&carried);
+        self.region_io(body, "the body of this `for`", &params, &carried, "");
     }
 
-    /// An async copy of `bytes` into `b` from `t`: both 16-byte aligned.
-    fn copy_target(&mut self, b: Buffer, t: Tensor, bytes: u32) {
-        let k = self.cx.k;
-        let m = self.m();
-        let (bd, td) = (&k.buffers[b], &k.tensors[t]);
-        if bd.align < 16 {
+    /// `init.. -> results`: `cond` yields `bool, carried..`, `body` the carried.
+    fn while_loop(&mut self, cond: Region, body: Region, a: &[Value], results: &[Value]) {
+        let carried = self.tys_of(a);
+        let res = self.tys_of(results);
+        if res != carried {
             self.err(format!(
-                "`{m}` needs {} aligned to 16 bytes; it declares align {}",
-                self.cx.buffer(b),
-                bd.align
+                "this `while` carries {} but has results {}",
+                tys(&carried),
+                tys(&res)
             ));
         }
-        if td.align < 16 {
-            self.err(format!(
-                "`{m}` needs {} aligned to 16 bytes; it declares align {}",
-                self.cx.tensor(t),
-                td.align
-            ));
-        }
-        if bytes > bd.bytes() {
-            let msg = if matches!(self.cx.k.insts[self.i].op, Op::BulkStore { .. }) {
-                format!(
-                    "`{m}` stores {bytes} bytes from {} into {}, but the buffer holds {} bytes",
-                    self.cx.buffer(b),
-                    self.cx.tensor(t),
-                    bd.size()
-                )
-            } else {
-                format!(
-                    "`{m}` copies {bytes} bytes from {} into {}, which holds {}",
-                    self.cx.tensor(t),
-                    self.cx.buffer(b),
-                    bd.size()
-                )
-            };
-            self.err(msg);
-        }
+        let mut cy = vec![Type::BOOL];
+        cy.extend(&carried);
+        self.region_io(
+            cond,
+            "the condition of this `while`",
+            &carried,
+            &cy,
+            " (the condition, then the carried values)",
+        );
+        self.region_io(
+            body,
+            "the body of this `while`",
+            &carried,
+            &carried,
+            " (the carried values)",
+        );
     }
 }

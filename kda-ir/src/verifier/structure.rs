@@ -257,63 +257,33 @@ impl Walk {
     fn references(&mut self, cx: &mut Ctx, i: Inst) {
         let k = cx.k;
         let d = &k.insts[i];
+        // In the order the text form names them: buffer, tensor, barrier.
+        let op = &d.op;
         let mut missing = Vec::new();
-        match &d.op {
-            Op::Param(s) if !k.scalars.is_valid(*s) => missing.push(s.to_string()),
-            Op::LdGlobal { tensor, .. } | Op::StGlobal { tensor, .. } | Op::AtomAdd { tensor }
-                if !k.tensors.is_valid(*tensor) =>
-            {
-                missing.push(tensor.to_string())
-            }
-            Op::LdShared { buffer } | Op::StShared { buffer } if !k.buffers.is_valid(*buffer) => {
-                missing.push(buffer.to_string())
-            }
-            Op::MbarInit { barrier }
-            | Op::MbarArrive { barrier, .. }
-            | Op::MbarArriveExpectTx { barrier, .. }
-            | Op::MbarArriveRemote { barrier, .. }
-            | Op::MbarWait { barrier, .. }
-            | Op::MbarWaitParity { barrier, .. }
-                if !k.barriers.is_valid(*barrier) =>
-            {
-                missing.push(barrier.to_string())
-            }
-            Op::StAsync {
-                buffer, barrier, ..
-            } => {
-                if !k.buffers.is_valid(*buffer) {
-                    missing.push(buffer.to_string());
-                }
-                if !k.barriers.is_valid(*barrier) {
-                    missing.push(barrier.to_string());
-                }
-            }
-            Op::CpAsync { buffer, tensor } | Op::BulkStore { buffer, tensor, .. } => {
-                if !k.buffers.is_valid(*buffer) {
-                    missing.push(buffer.to_string());
-                }
-                if !k.tensors.is_valid(*tensor) {
-                    missing.push(tensor.to_string());
-                }
-            }
-            Op::BulkCopy {
-                buffer,
-                tensor,
-                barrier,
-                ..
-            } => {
-                if !k.buffers.is_valid(*buffer) {
-                    missing.push(buffer.to_string());
-                }
-                if !k.tensors.is_valid(*tensor) {
-                    missing.push(tensor.to_string());
-                }
-                if !k.barriers.is_valid(*barrier) {
-                    missing.push(barrier.to_string());
-                }
-            }
-            Op::InRole { role, .. } if !k.roles.is_valid(*role) => missing.push(role.to_string()),
-            _ => {}
+        if let Op::Param(s) = *op
+            && !k.scalars.is_valid(s)
+        {
+            missing.push(s.to_string());
+        }
+        if let Some(b) = op.buffer()
+            && !k.buffers.is_valid(b)
+        {
+            missing.push(b.to_string());
+        }
+        if let Some(t) = op.tensor()
+            && !k.tensors.is_valid(t)
+        {
+            missing.push(t.to_string());
+        }
+        if let Some((b, _)) = op.barrier()
+            && !k.barriers.is_valid(b)
+        {
+            missing.push(b.to_string());
+        }
+        if let Op::InRole { role, .. } = *op
+            && !k.roles.is_valid(role)
+        {
+            missing.push(role.to_string());
         }
         for m in missing {
             cx.error(
