@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaContext, DriverError, sys};
@@ -74,6 +74,10 @@ pub enum CacheOutcome {
 /// The JIT options given to every compile, as they enter the disk cache's
 /// key: they shape the cubin (none here: the driver's defaults) and the log.
 const JIT_OPTIONS_KEY: &str = "defaults; info+error log 64 KiB; log verbose";
+
+/// Why the driver's linker failed on PTX the plain JIT then loaded: from
+/// then on this process loads without it (and without storing cubins).
+static LINKER_FAILED: OnceLock<String> = OnceLock::new();
 
 /// The text of a NUL-terminated log buffer.
 fn log_text(buf: &[u8]) -> String {
@@ -314,10 +318,13 @@ impl Image {
             Lookup::Absent => "no entry".to_string(),
             Lookup::Rejected(why) => format!("entry ignored: {why}"),
         };
-        let linked = link_ptx(text).and_then(|(cubin, log)| match load_cubin(&cubin) {
-            Ok(module) => Ok((module, cubin, log)),
-            Err(e) => Err(format!("cuModuleLoadData: {}", driver_msg(e))),
-        });
+        let linked = match LINKER_FAILED.get() {
+            Some(why) => Err(format!("{why}, at an earlier load")),
+            None => link_ptx(text).and_then(|(cubin, log)| match load_cubin(&cubin) {
+                Ok(module) => Ok((module, cubin, log)),
+                Err(e) => Err(format!("cuModuleLoadData: {}", driver_msg(e))),
+            }),
+        };
         match linked {
             Ok((module, cubin, log)) => {
                 let stored = match disk.store(&key, &log, &cubin) {
@@ -331,6 +338,9 @@ impl Image {
             }
             Err(why) => {
                 let (module, log) = jit_ptx(text, kernel)?;
+                // The JIT took PTX the linker refused: the linker is what
+                // fails, so later loads skip it instead of compiling twice.
+                let _ = LINKER_FAILED.set(why.clone());
                 note = format!("{note}; not stored: the driver's linker failed ({why})");
                 Ok((
                     module,
