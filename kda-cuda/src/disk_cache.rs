@@ -6,7 +6,11 @@
 //! It makes no driver call; `module.rs` derives the key from the device and
 //! produces the cubin.
 //!
-//! An entry is one file, `<hex of the key digest>.kdac`:
+//! An entry is one file per PTX text and architecture,
+//! `<hex of SHA-256 of both>.kdac`: a driver update or other JIT options
+//! find the old entry, name the field that changed
+//! ([`Lookup::Rejected`]) and replace it, rather than leave it to eviction.
+//!
 //!
 //! ```text
 //! magic "KDACUBIN" | format version u32 | key digest [32]
@@ -85,9 +89,16 @@ impl CacheKey {
         h.finalize().into()
     }
 
-    /// The entry's file name: the digest in hex, then `.kdac`.
+    /// The entry's file name: SHA-256 of the PTX hash and the arch in hex,
+    /// then `.kdac`. The driver version and JIT options are not in it: an
+    /// entry of another driver or other options has the same name, is
+    /// rejected naming that field, and is replaced.
     pub fn file_name(&self) -> String {
-        format!("{}.{ENTRY_EXT}", hex(&self.digest()))
+        let mut h = Sha256::new();
+        h.update(self.ptx_sha256);
+        h.update((self.arch.len() as u64).to_le_bytes());
+        h.update(self.arch.as_bytes());
+        format!("{}.{ENTRY_EXT}", hex(&h.finalize()))
     }
 
     /// The first field in which `other` differs from `self`, named for a
@@ -520,14 +531,21 @@ mod tests {
             CacheKey::new(".version 8.1\n.target sm_90a\n", "sm_90", 12090, "verbose"),
             CacheKey::new(".version 8.1\n.target sm_90a\n", "sm_90", 12080, "quiet"),
         ];
-        let mut names = vec![base.file_name()];
         for v in &variants {
             assert_ne!(v.digest(), base.digest(), "{v:?}");
-            names.push(v.file_name());
         }
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), 5);
+        // The PTX and the arch name the file; an entry of another driver or
+        // other options is found and rejected naming the field.
+        assert_ne!(variants[0].file_name(), base.file_name());
+        assert_ne!(variants[1].file_name(), base.file_name());
+        for (v, field) in [
+            (&variants[2], "driver version"),
+            (&variants[3], "JIT options"),
+        ] {
+            assert_eq!(v.file_name(), base.file_name());
+            let why = decode(&encode(&base, "", b""), v).unwrap_err();
+            assert!(why.contains(field), "{why}");
+        }
         // Stable: the same inputs give the same name, in another process too.
         assert_eq!(key().file_name(), base.file_name());
         assert_eq!(base.file_name().len(), 64 + 1 + ENTRY_EXT.len());
@@ -624,6 +642,22 @@ mod tests {
         assert_eq!(why, "truncated");
         cache.store(&k, "the log", b"cubin").unwrap();
         assert!(matches!(cache.lookup(&k), Lookup::Hit(_)));
+        // A driver update: the old entry is found, rejected naming the
+        // field, and replaced in place.
+        let newer = CacheKey {
+            driver: 12090,
+            ..k.clone()
+        };
+        let Lookup::Rejected(why) = cache.lookup(&newer) else {
+            panic!("not rejected")
+        };
+        assert!(
+            why.contains("the driver version (12090, entry 12080)"),
+            "{why}"
+        );
+        cache.store(&newer, "new log", b"new cubin").unwrap();
+        assert!(matches!(cache.lookup(&newer), Lookup::Hit(_)));
+        assert_eq!(files(cache.dir()), [k.file_name()]);
         // An entry larger than the whole bound is not stored.
         let small = DiskCache::open(tmp.0.join("small"), 100).unwrap();
         assert!(
