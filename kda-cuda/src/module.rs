@@ -85,42 +85,45 @@ fn log_text(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..end]).trim_end().to_string()
 }
 
-/// Log buffers and the JIT options that fill them, for `cuModuleLoadDataEx`
-/// and `cuLinkCreate` alike. The option values point into `info` and
-/// `error`, which the struct owns (boxed, so moving it moves no buffer).
+/// Log buffers for the JIT options that fill them, for `cuModuleLoadDataEx`
+/// and `cuLinkCreate` alike.
 struct JitLogs {
-    info: Box<[u8]>,
-    error: Box<[u8]>,
-    options: [sys::CUjit_option; 5],
-    values: [*mut c_void; 5],
+    info: Vec<u8>,
+    error: Vec<u8>,
 }
 
 impl JitLogs {
     fn new() -> JitLogs {
-        let mut info = vec![0u8; JIT_LOG_BYTES].into_boxed_slice();
-        let mut error = vec![0u8; JIT_LOG_BYTES].into_boxed_slice();
+        JitLogs {
+            info: vec![0u8; JIT_LOG_BYTES],
+            error: vec![0u8; JIT_LOG_BYTES],
+        }
+    }
+
+    /// The JIT options and their values: both log buffers (the values point
+    /// into them: `self` must stay in place while the driver may write),
+    /// their
+    /// sizes, and a verbose log.
+    fn options(&mut self) -> ([sys::CUjit_option; 5], [*mut c_void; 5]) {
         use sys::CUjit_option::*;
         // Option values are passed as pointers; sizes and flags travel in the pointer bits.
         let int = std::ptr::without_provenance_mut::<c_void>;
-        let values = [
-            info.as_mut_ptr().cast(),
-            int(JIT_LOG_BYTES),
-            error.as_mut_ptr().cast(),
-            int(JIT_LOG_BYTES),
-            int(1),
-        ];
-        JitLogs {
-            info,
-            error,
-            options: [
+        (
+            [
                 CU_JIT_INFO_LOG_BUFFER,
                 CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                 CU_JIT_ERROR_LOG_BUFFER,
                 CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 CU_JIT_LOG_VERBOSE,
             ],
-            values,
-        }
+            [
+                self.info.as_mut_ptr().cast(),
+                int(JIT_LOG_BYTES),
+                self.error.as_mut_ptr().cast(),
+                int(JIT_LOG_BYTES),
+                int(1),
+            ],
+        )
     }
 
     /// A driver error with the JIT's error log appended.
@@ -141,6 +144,7 @@ impl JitLogs {
 /// JIT `text` into a module (`cuModuleLoadDataEx`) and return it with the info log.
 fn jit_ptx(text: &CStr, kernel: &str) -> Result<(sys::CUmodule, String), RuntimeError> {
     let mut logs = JitLogs::new();
+    let (mut options, mut values) = logs.options();
     let mut module: sys::CUmodule = std::ptr::null_mut();
     // SAFETY: `text` is NUL-terminated; the log buffers outlive the call and
     // their sizes are the ones given.
@@ -148,9 +152,9 @@ fn jit_ptx(text: &CStr, kernel: &str) -> Result<(sys::CUmodule, String), Runtime
         sys::cuModuleLoadDataEx(
             &mut module,
             text.as_ptr().cast(),
-            logs.options.len() as u32,
-            logs.options.as_mut_ptr(),
-            logs.values.as_mut_ptr(),
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
         )
     };
     match res.result() {
@@ -165,14 +169,15 @@ fn jit_ptx(text: &CStr, kernel: &str) -> Result<(sys::CUmodule, String), Runtime
 /// the driver's message with the error log.
 fn link_ptx(text: &CStr) -> Result<(Vec<u8>, String), String> {
     let mut logs = JitLogs::new();
+    let (mut options, mut values) = logs.options();
     let mut state: sys::CUlinkState = std::ptr::null_mut();
-    // SAFETY: the option arrays and log buffers live in `logs` until the
-    // state is destroyed below.
+    // SAFETY: the log buffers stay in place (`logs` is not moved) until the
+    // state is destroyed below; the driver writes them at each link step.
     unsafe {
         sys::cuLinkCreate_v2(
-            logs.options.len() as u32,
-            logs.options.as_mut_ptr(),
-            logs.values.as_mut_ptr(),
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
             &mut state,
         )
     }
