@@ -102,8 +102,7 @@ impl JitLogs {
 
     /// The JIT options and their values: both log buffers (the values point
     /// into them: `self` must stay in place while the driver may write),
-    /// their
-    /// sizes, and a verbose log.
+    /// their sizes, and a verbose log.
     fn options(&mut self) -> ([sys::CUjit_option; 5], [*mut c_void; 5]) {
         use sys::CUjit_option::*;
         // Option values are passed as pointers; sizes and flags travel in the pointer bits.
