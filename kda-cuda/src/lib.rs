@@ -7,6 +7,11 @@
 //!   `cuLaunchKernelEx`, passing the kernel's cluster shape and, when asked,
 //!   programmatic stream serialization (PDL). Every launch of a device goes to
 //!   its one stream, so launches form a stream-ordered chain.
+//! * [`disk_cache`]: the compile cache on disk. A module's cubin is kept
+//!   there, keyed by the PTX's SHA-256, the GPU's architecture, the driver
+//!   version and the JIT options, so a second process loads it without the
+//!   JIT; [`CudaKernel::cache_outcome`] and [`CudaKernel::load_time`] say
+//!   how a load went.
 //! * [`Graph`] captures such a chain into a CUDA graph and replays it; it also
 //!   times replays with events.
 //!
@@ -17,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod device;
+pub mod disk_cache;
 mod error;
 mod graph;
 mod launch;
@@ -26,7 +32,7 @@ use kda_device::RuntimeError;
 
 pub use device::{CudaBuffer, CudaDevice};
 pub use graph::{Graph, median};
-pub use module::{CudaKernel, KernelResources};
+pub use module::{CacheOutcome, CudaKernel, KernelResources};
 
 /// GPU 0 for a GPU test, or `None` (printing why the test is skipped) when
 /// this machine has no CUDA driver. With `KDA_REQUIRE_GPU` set (the staged

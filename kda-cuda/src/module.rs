@@ -2,13 +2,15 @@
 //! a hash of the text, and [`CudaKernel`], a kernel ready to launch from it.
 
 use std::collections::HashMap;
-use std::ffi::{CString, c_void};
-use std::sync::{Arc, Mutex};
+use std::ffi::{CStr, CString, c_void};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaContext, sys};
+use cudarc::driver::{CudaContext, DriverError, sys};
 use kda_ir::ptx::{PROBE_SYMBOL, ProbeSite};
 use kda_ir::{ClusterPolicy, Kernel};
 
+use crate::disk_cache::{self, CacheKey, DiskCache, Lookup};
 use crate::error::{DriverResult, driver_msg};
 use crate::launch::LaunchDims;
 use kda_device::RuntimeError;
@@ -29,6 +31,10 @@ pub(crate) struct Image {
     ptx: String,
     /// The JIT's info log (verbose: registers, spills, shared memory per entry).
     jit_log: String,
+    /// How the disk cache served the load.
+    cache: CacheOutcome,
+    /// Wall time of the load: disk lookup, JIT (or cubin load) and store.
+    load_time: Duration,
 }
 
 // SAFETY: a CUmodule is a driver handle usable from any thread of the process.
@@ -44,74 +50,312 @@ impl Drop for Image {
     }
 }
 
+/// How the disk compile cache ([`crate::disk_cache`]) served a module's load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// The cubin came from the disk cache: no JIT ran.
+    Hit,
+    /// The PTX was compiled (the driver's linker, `cuLink*`). `stored`: the
+    /// cubin is now on disk; `note` says why there was no usable entry
+    /// ("no entry", "entry ignored: payload checksum mismatch", "entry
+    /// ignored: the entry is for another key: the driver version (..)
+    /// differs") and, when not stored, why not.
+    Miss {
+        /// Whether the cubin was written to the cache.
+        stored: bool,
+        /// Why the cache could not serve the load, and why it was not stored.
+        note: String,
+    },
+    /// No disk cache (the PTX was JIT-loaded with `cuModuleLoadDataEx`), and
+    /// why: `KDA_CACHE=0`, no usable directory, ...
+    Disabled(String),
+}
+
+/// The JIT options given to every compile, as they enter the disk cache's
+/// key: they shape the cubin (none here: the driver's defaults) and the log.
+const JIT_OPTIONS_KEY: &str = "defaults; info+error log 64 KiB; log verbose";
+
+/// Why the driver's linker failed on PTX the plain JIT then loaded: from
+/// then on this process loads without it (and without storing cubins).
+static LINKER_FAILED: OnceLock<String> = OnceLock::new();
+
+/// The text of a NUL-terminated log buffer.
+fn log_text(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).trim_end().to_string()
+}
+
+/// Log buffers for the JIT options that fill them, for `cuModuleLoadDataEx`
+/// and `cuLinkCreate` alike.
+struct JitLogs {
+    info: Vec<u8>,
+    error: Vec<u8>,
+}
+
+impl JitLogs {
+    fn new() -> JitLogs {
+        JitLogs {
+            info: vec![0u8; JIT_LOG_BYTES],
+            error: vec![0u8; JIT_LOG_BYTES],
+        }
+    }
+
+    /// The JIT options and their values: both log buffers (the values point
+    /// into them: `self` must stay in place while the driver may write),
+    /// their sizes, and a verbose log.
+    fn options(&mut self) -> ([sys::CUjit_option; 5], [*mut c_void; 5]) {
+        use sys::CUjit_option::*;
+        // Option values are passed as pointers; sizes and flags travel in the pointer bits.
+        let int = std::ptr::without_provenance_mut::<c_void>;
+        (
+            [
+                CU_JIT_INFO_LOG_BUFFER,
+                CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                CU_JIT_ERROR_LOG_BUFFER,
+                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                CU_JIT_LOG_VERBOSE,
+            ],
+            [
+                self.info.as_mut_ptr().cast(),
+                int(JIT_LOG_BYTES),
+                self.error.as_mut_ptr().cast(),
+                int(JIT_LOG_BYTES),
+                int(1),
+            ],
+        )
+    }
+
+    /// A driver error with the JIT's error log appended.
+    fn error(&self, call: &'static str, kernel: &str, e: DriverError) -> RuntimeError {
+        let mut msg = driver_msg(e);
+        let jit = log_text(&self.error);
+        if !jit.is_empty() {
+            msg = format!("{msg}\nJIT log:\n{jit}");
+        }
+        RuntimeError::Driver {
+            call,
+            kernel: kernel.into(),
+            msg,
+        }
+    }
+}
+
+/// JIT `text` into a module (`cuModuleLoadDataEx`) and return it with the info log.
+fn jit_ptx(text: &CStr, kernel: &str) -> Result<(sys::CUmodule, String), RuntimeError> {
+    let mut logs = JitLogs::new();
+    let (mut options, mut values) = logs.options();
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: `text` is NUL-terminated; the log buffers outlive the call and
+    // their sizes are the ones given.
+    let res = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            text.as_ptr().cast(),
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    match res.result() {
+        Ok(()) => Ok((module, log_text(&logs.info))),
+        Err(e) => Err(logs.error("cuModuleLoadDataEx", kernel, e)),
+    }
+}
+
+/// Compile `text` to a cubin with the driver's linker (`cuLinkCreate`,
+/// `cuLinkAddData` of the PTX, `cuLinkComplete`), copied out before the
+/// link state is destroyed; with the info log. `Err` is the failing call and
+/// the driver's message with the error log.
+fn link_ptx(text: &CStr) -> Result<(Vec<u8>, String), String> {
+    let mut logs = JitLogs::new();
+    let (mut options, mut values) = logs.options();
+    let mut state: sys::CUlinkState = std::ptr::null_mut();
+    // SAFETY: the log buffers stay in place (`logs` is not moved) until the
+    // state is destroyed below; the driver writes them at each link step.
+    unsafe {
+        sys::cuLinkCreate_v2(
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+            &mut state,
+        )
+    }
+    .result()
+    .map_err(|e| format!("cuLinkCreate: {}", driver_msg(e)))?;
+    let fail = |call: &str, e: DriverError, logs: &JitLogs| {
+        let jit = log_text(&logs.error);
+        format!(
+            "{call}: {}{}",
+            driver_msg(e),
+            if jit.is_empty() {
+                String::new()
+            } else {
+                format!("\nJIT log:\n{jit}")
+            }
+        )
+    };
+    let bytes = text.to_bytes_with_nul();
+    // SAFETY: `state` is live; the PTX (with its NUL) outlives the call,
+    // which reads but does not keep it; no per-input options.
+    let result = unsafe {
+        sys::cuLinkAddData_v2(
+            state,
+            sys::CUjitInputType::CU_JIT_INPUT_PTX,
+            bytes.as_ptr().cast_mut().cast(),
+            bytes.len(),
+            c"kernel.ptx".as_ptr(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(|e| fail("cuLinkAddData", e, &logs))
+    .and_then(|()| {
+        let (mut cubin, mut size) = (std::ptr::null_mut::<c_void>(), 0usize);
+        // SAFETY: `state` is live; the cubin it returns is owned by the
+        // state and copied before the state is destroyed.
+        unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) }
+            .result()
+            .map_err(|e| fail("cuLinkComplete", e, &logs))?;
+        if cubin.is_null() || size == 0 {
+            return Err("cuLinkComplete returned no cubin".into());
+        }
+        // SAFETY: the driver returned `size` bytes at `cubin`, alive until cuLinkDestroy.
+        Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
+    });
+    // SAFETY: `state` was created above and is destroyed once.
+    let _ = unsafe { sys::cuLinkDestroy(state) }.result();
+    Ok((result?, log_text(&logs.info)))
+}
+
+/// Load a cubin image (`cuModuleLoadData`), copied to 8-byte-aligned memory
+/// first (an ELF image read from a file has no alignment guarantee).
+fn load_cubin(cubin: &[u8]) -> Result<sys::CUmodule, DriverError> {
+    let mut aligned = vec![0u64; cubin.len().div_ceil(8)];
+    // SAFETY: `aligned` holds at least `cubin.len()` bytes; they do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(cubin.as_ptr(), aligned.as_mut_ptr().cast(), cubin.len())
+    };
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: a cubin image in memory that outlives the call.
+    unsafe { sys::cuModuleLoadData(&mut module, aligned.as_ptr().cast()) }.result()?;
+    Ok(module)
+}
+
+/// The disk cache's key of `ptx` on the context's device and driver.
+fn device_key(ctx: &Arc<CudaContext>, ptx: &str) -> Result<CacheKey, String> {
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(|e| format!("cuDeviceGetAttribute: {}", driver_msg(e)))?;
+    let mut driver = 0;
+    // SAFETY: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut driver) }
+        .result()
+        .map_err(|e| format!("cuDriverGetVersion: {}", driver_msg(e)))?;
+    Ok(CacheKey::new(
+        ptx,
+        &format!("sm_{major}{minor}"),
+        driver,
+        JIT_OPTIONS_KEY,
+    ))
+}
+
 impl Image {
-    /// JIT `ptx` for the context's device (`cuModuleLoadDataEx`), keeping the
-    /// JIT's error log for the error and its info log for [`CudaKernel::jit_log`].
+    /// Load `ptx` for the context's device: from the disk cache's cubin
+    /// when it has one, else compiled by the driver's linker and stored;
+    /// with no disk cache, JIT-loaded with `cuModuleLoadDataEx`. Keeps the
+    /// JIT's error log for the error and its info log for
+    /// [`CudaKernel::jit_log`].
     fn load(
         ctx: &Arc<CudaContext>,
         ptx: &str,
         hash: u64,
         kernel: &str,
     ) -> Result<Image, RuntimeError> {
+        let start = Instant::now();
         let text = CString::new(ptx).map_err(|_| RuntimeError::Build {
             kernel: kernel.to_string(),
             msg: "the PTX text contains a NUL byte".into(),
         })?;
         ctx.bind_to_thread().driver("cuCtxSetCurrent", kernel)?;
-        let mut info = vec![0u8; JIT_LOG_BYTES];
-        let mut error = vec![0u8; JIT_LOG_BYTES];
-        use sys::CUjit_option::*;
-        let mut options = [
-            CU_JIT_INFO_LOG_BUFFER,
-            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-            CU_JIT_ERROR_LOG_BUFFER,
-            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            CU_JIT_LOG_VERBOSE,
-        ];
-        // Option values are passed as pointers; sizes and flags travel in the pointer bits.
-        let int = std::ptr::without_provenance_mut::<c_void>;
-        let mut values: [*mut c_void; 5] = [
-            info.as_mut_ptr().cast(),
-            int(JIT_LOG_BYTES),
-            error.as_mut_ptr().cast(),
-            int(JIT_LOG_BYTES),
-            int(1),
-        ];
-        let mut module: sys::CUmodule = std::ptr::null_mut();
-        // SAFETY: `text` is NUL-terminated; the log buffers outlive the call and
-        // their sizes are the ones given.
-        let res = unsafe {
-            sys::cuModuleLoadDataEx(
-                &mut module,
-                text.as_ptr().cast(),
-                options.len() as u32,
-                options.as_mut_ptr(),
-                values.as_mut_ptr(),
-            )
-        };
-        let log = |buf: &[u8]| {
-            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            String::from_utf8_lossy(&buf[..end]).trim_end().to_string()
-        };
-        if let Err(e) = res.result() {
-            let mut msg = driver_msg(e);
-            let jit = log(&error);
-            if !jit.is_empty() {
-                msg = format!("{msg}\nJIT log:\n{jit}");
+        let (module, jit_log, cache) = match disk_cache::current() {
+            Ok(disk) => Self::load_cached(ctx, disk, ptx, &text, kernel)?,
+            Err(why) => {
+                let (module, log) = jit_ptx(&text, kernel)?;
+                (module, log, CacheOutcome::Disabled(why.to_string()))
             }
-            return Err(RuntimeError::Driver {
-                call: "cuModuleLoadDataEx",
-                kernel: kernel.into(),
-                msg,
-            });
-        }
+        };
         Ok(Image {
             ctx: ctx.clone(),
             module,
             hash,
             ptx: ptx.to_string(),
-            jit_log: log(&info),
+            jit_log,
+            cache,
+            load_time: start.elapsed(),
         })
+    }
+
+    /// The disk-cache path of [`Image::load`]. Anything the cache or the
+    /// linker cannot do falls back to the plain JIT, so a PTX error is
+    /// reported by `cuModuleLoadDataEx` as without a cache.
+    fn load_cached(
+        ctx: &Arc<CudaContext>,
+        disk: &DiskCache,
+        ptx: &str,
+        text: &CStr,
+        kernel: &str,
+    ) -> Result<(sys::CUmodule, String, CacheOutcome), RuntimeError> {
+        let key = match device_key(ctx, ptx) {
+            Ok(key) => key,
+            Err(why) => {
+                let (module, log) = jit_ptx(text, kernel)?;
+                return Ok((module, log, CacheOutcome::Disabled(why)));
+            }
+        };
+        let mut note = match disk.lookup(&key) {
+            Lookup::Hit(entry) => match load_cubin(&entry.cubin) {
+                Ok(module) => return Ok((module, entry.log, CacheOutcome::Hit)),
+                Err(e) => format!("the cached cubin did not load ({})", driver_msg(e)),
+            },
+            Lookup::Absent => "no entry".to_string(),
+            Lookup::Rejected(why) => format!("entry ignored: {why}"),
+        };
+        let linked = match LINKER_FAILED.get() {
+            Some(why) => Err(format!("{why}, at an earlier load")),
+            None => link_ptx(text).and_then(|(cubin, log)| match load_cubin(&cubin) {
+                Ok(module) => Ok((module, cubin, log)),
+                Err(e) => Err(format!("cuModuleLoadData: {}", driver_msg(e))),
+            }),
+        };
+        match linked {
+            Ok((module, cubin, log)) => {
+                let stored = match disk.store(&key, &log, &cubin) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        note = format!("{note}; not stored: {why}");
+                        false
+                    }
+                };
+                Ok((module, log, CacheOutcome::Miss { stored, note }))
+            }
+            Err(why) => {
+                let (module, log) = jit_ptx(text, kernel)?;
+                // The JIT took PTX the linker refused: the linker is what
+                // fails, so later loads skip it instead of compiling twice.
+                let _ = LINKER_FAILED.set(why.clone());
+                note = format!("{note}; not stored: the driver's linker failed ({why})");
+                Ok((
+                    module,
+                    log,
+                    CacheOutcome::Miss {
+                        stored: false,
+                        note,
+                    },
+                ))
+            }
+        }
     }
 }
 
@@ -333,6 +577,19 @@ impl CudaKernel {
         &self.image.jit_log
     }
 
+    /// How the disk compile cache served the module's load: a [`CacheOutcome::Hit`]
+    /// ran no JIT. Kernels of one PTX text share a module, loaded once per
+    /// device; they all report that first load.
+    pub fn cache_outcome(&self) -> &CacheOutcome {
+        &self.image.cache
+    }
+
+    /// Wall time the module's load took (disk lookup, JIT or cubin load,
+    /// store): the compile part of a cold or warm first call.
+    pub fn load_time(&self) -> Duration {
+        self.image.load_time
+    }
+
     /// Registers, shared and local memory of the loaded function, from the driver.
     pub fn resources(&self) -> KernelResources {
         self.resources
@@ -393,6 +650,7 @@ impl std::fmt::Debug for CudaKernel {
         f.debug_struct("CudaKernel")
             .field("name", &self.kernel.name)
             .field("module", &format_args!("{:016x}", self.image.hash))
+            .field("cache", &self.image.cache)
             .field("resources", &self.resources)
             .finish()
     }
