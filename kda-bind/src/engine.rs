@@ -57,6 +57,28 @@ impl Entry {
             Module::Sim(_) => None,
         }
     }
+
+    /// Where a GPU module came from (`"disk cache hit"`, `"compiled"` with
+    /// the cache's note, `"no disk cache"` with the reason) and how long the
+    /// load took; `None` on the simulator.
+    pub fn load_report(&self) -> Option<(String, f64)> {
+        match &self.module {
+            Module::Cuda(m) => {
+                let how = match m.cache_outcome() {
+                    kda_runtime::cuda::CacheOutcome::Hit => "disk cache hit".to_string(),
+                    kda_runtime::cuda::CacheOutcome::Miss { stored, note } => format!(
+                        "compiled ({note}; {})",
+                        if *stored { "stored" } else { "not stored" }
+                    ),
+                    kda_runtime::cuda::CacheOutcome::Disabled(why) => {
+                        format!("compiled, no disk cache ({why})")
+                    }
+                };
+                Some((how, m.load_time().as_secs_f64() * 1e3))
+            }
+            Module::Sim(_) => None,
+        }
+    }
 }
 
 /// What a specialised kernel depends on: the configuration, the device,

@@ -193,6 +193,10 @@ pub fn info<'py, K: HostKernel>(
         d.set_item("static_shared_bytes", r.static_smem_bytes)?;
         d.set_item("local_bytes", r.local_bytes)?;
         d.set_item("resources_from", "driver")?;
+        if let Some((how, ms)) = engine.last().and_then(|e| e.load_report()) {
+            d.set_item("module_source", how)?;
+            d.set_item("module_load_ms", ms)?;
+        }
     } else if kda_ir::ptxas::find().is_some() {
         match kda_ir::ptxas::assemble(&compiled.ptx) {
             Ok(r) => {
