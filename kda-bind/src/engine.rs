@@ -17,6 +17,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use half::bf16;
 use kda_host::kernel::{ArgError, ArgErrorKind, ArgTensor, CallArgs, HostKernel};
+use kda_host::tune::{TuneEntry, TuneTable};
 use kda_host::{DType, HostData, HostTensor};
 use kda_ir::Kernel;
 use kda_ir::desc::{ElemDesc, ParamDesc, ParamKind};
@@ -179,6 +180,21 @@ pub struct Engine<K: HostKernel> {
     /// last compile happened (the part of the key that changed).
     last_key: Mutex<Option<KernelKey<K::Config>>>,
     recompile: Mutex<Option<String>>,
+    /// Tuned choices looked up so far, by tuning key (`None`: none stored).
+    tuned: Mutex<HashMap<String, Option<K::Config>>>,
+}
+
+/// The process's view of the tuning table (re-read after each autotune).
+static TUNE_TABLE: LazyLock<Mutex<Option<TuneTable>>> = LazyLock::new(Default::default);
+
+fn tune_table() -> TuneTable {
+    let mut t = lock(&TUNE_TABLE);
+    t.get_or_insert_with(|| {
+        kda_host::tune::default_path()
+            .map(|p| TuneTable::load(&p))
+            .unwrap_or_default()
+    })
+    .clone()
 }
 
 /// What differs between two kernel keys, in words: the part of the key a
@@ -416,6 +432,7 @@ impl<K: HostKernel> Engine<K> {
             last: Mutex::new(None),
             last_key: Mutex::new(None),
             recompile: Mutex::new(None),
+            tuned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -613,7 +630,8 @@ impl<K: HostKernel> Engine<K> {
         if let Some(e) = with_cache::<K, _>(|c| c.kernels.get(&key).cloned())? {
             if let Some(old) = previous.as_ref().filter(|old| **old != key) {
                 let change = key_change(old, &key);
-                *lock(&self.recompile) = Some(format!("{change} (compiled before in this process)"));
+                *lock(&self.recompile) =
+                    Some(format!("{change} (compiled before in this process)"));
             }
             return Ok(e);
         }
@@ -633,8 +651,18 @@ impl<K: HostKernel> Engine<K> {
                 self.kernel.name()
             )));
         }
-        // Built outside the lock: another thread may build the same kernel
-        // meanwhile; the first to finish is kept.
+        Self::compile(dev, cfg, args, key)
+    }
+
+    /// Build, specialise and load the kernel of `key` (outside the cache's
+    /// lock: another thread may build the same kernel meanwhile; the first
+    /// to finish is kept).
+    fn compile<D: Target>(
+        dev: &D,
+        cfg: &K::Config,
+        args: &CallArgs,
+        key: KernelKey<K::Config>,
+    ) -> PyResult<Arc<Entry>> {
         let mut kernel = K::build(cfg, args).map_err(PyValueError::new_err)?;
         let syms = bind_layout(&kernel, args)?;
         kernel.specialize_strides(&syms);
@@ -727,6 +755,7 @@ impl<K: HostKernel> Engine<K> {
             unsafe { g.capturing(cu_stream) }.map_err(|e| runtime_err("querying the stream", e))?;
         let mut args = call.layout_args();
         let cfg = self.kernel.config(&args).map_err(PyValueError::new_err)?;
+        let cfg = self.tuned(&g.dev, &args, cfg);
         let layout_key = LayoutKey {
             cfg: cfg.clone(),
             tensors: call
@@ -793,6 +822,177 @@ impl<K: HostKernel> Engine<K> {
             .map_err(|e| runtime_err("launch", e))?;
         self.launched(entry);
         Ok(())
+    }
+
+    /// `cfg`, or the schedule an autotune stored for this device, kernel and
+    /// call key where one is in the tuning table and in `cfg`'s schedule
+    /// space.
+    fn tuned(&self, dev: &CudaDevice, args: &CallArgs, cfg: K::Config) -> K::Config {
+        let key = kda_host::tune::key(
+            &dev.describe(),
+            self.kernel.name(),
+            &self.kernel.tune_key(args),
+        );
+        if let Some(found) = lock(&self.tuned).get(&key) {
+            return found.clone().unwrap_or(cfg);
+        }
+        let found = tune_table().entries.get(&key).and_then(|e| {
+            self.kernel
+                .schedules(&cfg)
+                .into_iter()
+                .find(|c| K::schedule_label(c) == e.choice)
+        });
+        lock(&self.tuned).insert(key, found.clone());
+        found.unwrap_or(cfg)
+    }
+
+    /// Time every schedule of the call's configuration on its GPU (graph
+    /// replays of `reps` launches over copies of every argument rotating
+    /// past 4x L2, the median of 7 replays), print progress to stderr, store
+    /// the fastest in the tuning table for this device, kernel and call key,
+    /// and use it from then on. The caller's tensors are read, not written.
+    /// Returns the choice's label and every schedule's µs per launch.
+    pub fn autotune(
+        &self,
+        py: Python<'_>,
+        args: &[Bound<'_, PyAny>],
+        stream: u64,
+        reps: usize,
+        progress: bool,
+    ) -> PyResult<(String, Vec<(String, f64)>)> {
+        let call = self.read_call(args)?;
+        let Place::Cuda(ordinal) = call.place else {
+            return Err(PyValueError::new_err(
+                "autotune times launches on the GPU: pass CUDA tensors (NumPy arrays run on \
+                 the simulator, which has no timing)",
+            ));
+        };
+        let reps = reps.clamp(1, 10_000);
+        let g =
+            gpu::gpu(ordinal).map_err(|e| runtime_err(&format!("opening cuda:{ordinal}"), e))?;
+        let args = call.layout_args();
+        let base = self.kernel.config(&args).map_err(PyValueError::new_err)?;
+        self.check_layout(&base, &args)?;
+        let space = self.kernel.schedules(&base);
+        // Copies of every argument, enough to rotate past 4x L2 and within
+        // half the free memory, filled from the caller's tensors once the
+        // caller's stream has produced them.
+        let spans = call
+            .views
+            .iter()
+            .map(|(_, v)| v.span_bytes())
+            .collect::<PyResult<Vec<_>>>()?;
+        let per_call = spans.iter().sum::<usize>().max(1);
+        let l2 = g
+            .dev
+            .l2_cache_bytes()
+            .map_err(|e| runtime_err("L2 size", e))?;
+        let (free, _) = g.dev.memory().map_err(|e| runtime_err("free memory", e))?;
+        let copies = (4 * l2)
+            .div_ceil(per_call)
+            .clamp(1, 64)
+            .min((free / 2 / per_call).max(1));
+        if per_call.saturating_mul(copies) > free / 2 {
+            return Err(PyValueError::new_err(format!(
+                "autotune needs {} MiB of scratch copies; {} MiB are free",
+                per_call.saturating_mul(copies) >> 20,
+                free >> 20
+            )));
+        }
+        // SAFETY: the caller's stream of this device.
+        py.detach(|| unsafe { g.synchronize(stream as cudarc::driver::sys::CUstream) })
+            .map_err(|e| runtime_err("waiting for the caller's stream", e))?;
+        let mut sets = Vec::with_capacity(copies);
+        for _ in 0..copies {
+            let mut set = Vec::with_capacity(spans.len());
+            for ((_, v), &bytes) in call.views.iter().zip(&spans) {
+                // SAFETY: the caller's tensor, alive for the call; only read.
+                let src = unsafe { g.dev.borrow_external(v.ptr, bytes) };
+                let dst = g
+                    .dev
+                    .alloc_zeroed(bytes)
+                    .map_err(|e| runtime_err("scratch", e))?;
+                g.dev
+                    .copy_buffer(&src, &dst)
+                    .map_err(|e| runtime_err("scratch copy", e))?;
+                set.push(dst);
+            }
+            sets.push(set);
+        }
+        let mut times = Vec::with_capacity(space.len());
+        for (i, cand) in space.iter().enumerate() {
+            py.check_signals()?;
+            let label = K::schedule_label(cand);
+            let grid = K::grid(cand, &args).map_err(PyValueError::new_err)?;
+            let key = Self::kernel_key(cand, &call);
+            let cached = with_cache::<K, _>(|c| c.kernels.get(&key).cloned())?;
+            let entry = match cached {
+                Some(e) => e,
+                None => Self::compile(&g.dev, cand, &args, key)?,
+            };
+            let module = entry.module::<CudaDevice>()?;
+            let launches = sets
+                .iter()
+                .map(|set| launch_config::<CudaDevice>(&entry.kernel, &call, set, grid))
+                .collect::<PyResult<Vec<_>>>()?;
+            let us = py
+                .detach(|| -> Result<f64, RuntimeError> {
+                    let graph = kda_runtime::cuda::Graph::capture(&g.dev, |dev| {
+                        for r in 0..reps {
+                            let (refs, cfg) = &launches[r % launches.len()];
+                            dev.launch(module, cfg, refs)?;
+                        }
+                        Ok(())
+                    })?;
+                    graph.replay()?;
+                    let samples = graph.time_replays(&g.dev, 7)?;
+                    let ms = kda_runtime::cuda::median(&samples) as f64;
+                    Ok(ms * 1e3 / graph.launches().max(1) as f64)
+                })
+                .map_err(|e| runtime_err(&format!("timing {label}"), e))?;
+            if progress {
+                let done = (i + 1) * 20 / space.len();
+                eprintln!(
+                    "{} autotune [{}{}] {}/{}  {label}: {us:.2} us",
+                    self.kernel.name(),
+                    "#".repeat(done),
+                    ".".repeat(20 - done),
+                    i + 1,
+                    space.len()
+                );
+            }
+            times.push((label, us));
+        }
+        let (best, _) = times
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.1.total_cmp(&b.1.1))
+            .ok_or_else(|| PyValueError::new_err("the schedule space is empty"))?;
+        let choice = times[best].0.clone();
+        let key = kda_host::tune::key(
+            &g.dev.describe(),
+            self.kernel.name(),
+            &self.kernel.tune_key(&args),
+        );
+        let path = kda_host::tune::default_path().ok_or_else(|| {
+            PyRuntimeError::new_err("no place for the tuning table: set KDA_TUNE_FILE or HOME")
+        })?;
+        let entry = TuneEntry {
+            choice: choice.clone(),
+            times_us: times.clone(),
+        };
+        let table = TuneTable::record(&path, key.clone(), entry)
+            .map_err(|e| runtime_err(&format!("writing {}", path.display()), e))?;
+        *lock(&TUNE_TABLE) = Some(table);
+        lock(&self.tuned).remove(&key);
+        if progress {
+            eprintln!(
+                "{} autotune: {choice} stored in {}",
+                self.kernel.name(),
+                path.display()
+            );
+        }
+        Ok((choice, times))
     }
 
     /// The tensors the kernel writes (in place), by parameter name.

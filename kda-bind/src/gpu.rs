@@ -80,6 +80,18 @@ impl Gpu {
         Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
+    /// Wait for the work queued on `stream`.
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this device's primary context.
+    pub unsafe fn synchronize(&self, stream: sys::CUstream) -> Result<(), String> {
+        self.bind()?;
+        // SAFETY: as above.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(stream)
+        })
+    }
+
     /// `bytes` at `ptr` copied to the host after the work queued on `stream`
     /// (waits for it).
     ///

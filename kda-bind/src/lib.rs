@@ -143,6 +143,33 @@ pub fn call<K: HostKernel>(
     )
 }
 
+/// `autotune(*args)` of a generated class: `(choice, {schedule: µs})`.
+pub fn autotune<'py, K: HostKernel>(
+    engine: &Engine<K>,
+    args: &Bound<'py, PyTuple>,
+    stream: Option<&Bound<'py, PyAny>>,
+    reps: usize,
+    progress: bool,
+) -> PyResult<(String, Bound<'py, PyDict>)> {
+    let py = args.py();
+    let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    let ordinal = items
+        .iter()
+        .find_map(|a| view::View::extract("argument", a).ok())
+        .and_then(|v| match v.place {
+            view::Place::Cuda(o) => Some(o),
+            view::Place::Host => None,
+        })
+        .unwrap_or(0);
+    let handle = resolve_stream(py, stream, ordinal)?;
+    let (choice, times) = engine.autotune(py, &items, handle, reps, progress)?;
+    let d = PyDict::new(py);
+    for (label, us) in times {
+        d.set_item(label, us)?;
+    }
+    Ok((choice, d))
+}
+
 /// `ptx()` of a generated class.
 pub fn ptx<K: HostKernel>(engine: &Engine<K>, size: Option<u32>) -> PyResult<String> {
     let (kernel, _) = engine.kernel_of(size)?;
@@ -282,6 +309,24 @@ macro_rules! expose {
                 $size: Option<u32>,
             ) -> $crate::pyo3::PyResult<$crate::pyo3::Bound<'py, $crate::pyo3::types::PyDict>> {
                 $crate::info(py, &self.engine, $size)
+            }
+
+            /// Time every schedule of this kernel's schedule space on these
+            /// (CUDA) arguments, in CUDA graphs over copies rotating past L2
+            /// (the arguments are read, not written); print progress; store
+            /// the fastest per device, kernel and call shape in the tuning
+            /// table (`KDA_TUNE_FILE`, else the kda cache folder), which later
+            /// calls (this process and others) use. Returns `(choice,
+            /// {schedule: µs per launch})`.
+            #[pyo3(signature = (*args, stream = None, reps = 50, progress = true))]
+            fn autotune<'py>(
+                &self,
+                args: &$crate::pyo3::Bound<'py, $crate::pyo3::types::PyTuple>,
+                stream: Option<&$crate::pyo3::Bound<'py, $crate::pyo3::PyAny>>,
+                reps: usize,
+                progress: bool,
+            ) -> $crate::pyo3::PyResult<(String, $crate::pyo3::Bound<'py, $crate::pyo3::types::PyDict>)> {
+                $crate::autotune(&self.engine, args, stream, reps, progress)
             }
 
             /// This instance as a `torch.library` custom op (`"ns::name"`,

@@ -249,6 +249,32 @@ pub trait HostKernel: Send + Sync + 'static {
     fn describe(_cfg: &Self::Config) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+
+    /// The schedule space of a call of configuration `cfg`: configurations
+    /// that compute the same function (within the kernel's tolerances) at
+    /// different speeds, `cfg` first. The autotuner times each; the
+    /// default space is `cfg` alone.
+    fn schedules(&self, cfg: &Self::Config) -> Vec<Self::Config> {
+        vec![cfg.clone()]
+    }
+
+    /// A configuration's schedule in words (the tuning table names the
+    /// choice by it).
+    fn schedule_label(cfg: &Self::Config) -> String {
+        format!("{cfg:?}")
+    }
+
+    /// What a tuned choice is keyed by besides the device and the kernel:
+    /// by default every tensor's dtype and shape and the instance's
+    /// parameters, so a choice holds for calls of that shape.
+    fn tune_key(&self, args: &CallArgs) -> String {
+        let tensors: Vec<String> = args
+            .tensors
+            .iter()
+            .map(|(n, t)| format!("{n}:{}{:?}", t.dtype.name(), t.shape))
+            .collect();
+        tensors.join(" ")
+    }
 }
 
 /// The slot-table rules of a decode kernel's call (spec §4.2–4.4, shared by

@@ -23,6 +23,7 @@ pub mod round;
 pub mod run;
 pub mod tensor;
 pub mod testing;
+pub mod tune;
 pub mod validate;
 
 pub use args::KernelArgs;

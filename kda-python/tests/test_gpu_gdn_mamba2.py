@@ -81,3 +81,44 @@ def test_mamba2_wrong_device_and_contract_errors():
         "dt", shared_slot, "active requests must own distinct slots",
         "state", lambda t: t.to(torch.bfloat16), "state: dtype BF16",
     )
+
+
+@pytest.mark.parametrize(
+    "cls, config, requests",
+    [(kda.GdnDecode, dict(num_k_heads=4, num_v_heads=8), 64), (kda.Mamba2Decode, dict(heads=24), 64)],
+    ids=["GdnDecode", "Mamba2Decode"],
+)
+def test_autotune_times_the_schedule_space_and_persists_its_choice(cls, config, requests, tmp_path,
+                                                                   monkeypatch, capfd):
+    import json
+
+    from torch_cases import torch_case
+
+    table = tmp_path / "tune.json"
+    monkeypatch.setenv("KDA_TUNE_FILE", str(table))
+    k = cls(**config)
+    args, _ = torch_case(k, requests, device="cuda", seed=5)
+    before = [a.clone() if hasattr(a, "clone") else a for a in args]
+    choice, times = k.autotune(*args, reps=20)
+    torch.cuda.synchronize()
+    err = capfd.readouterr().err
+    print(err)
+    assert len(times) > 1 and choice in times
+    assert choice == min(times, key=times.get)
+    assert f"{len(times)}/{len(times)}" in err and "stored in" in err
+    # The arguments are read, not written.
+    for a, b in zip(args, before):
+        if hasattr(a, "equal"):
+            assert a.equal(b)
+    entries = json.loads(table.read_text())["entries"]
+    (key, entry), = entries.items()
+    assert cls.__name__ in key and entry["choice"] == choice
+    # Later calls with that shape run the stored schedule, and stay within
+    # the float64 reference's tolerances.
+    from cases import compare
+    from torch_cases import written
+    fresh, _ = torch_case(k, requests, device="cuda", seed=5, run=False)
+    k(*fresh)
+    torch.cuda.synchronize()
+    passed, report = compare(k, requests, written(k, fresh), seed=5)
+    assert passed, report

@@ -162,6 +162,23 @@ impl HostKernel for GdnKernel {
         Ok((GdnLaunch { schedule, ..launch }, args))
     }
 
+    /// The batch's default schedule first, then the crate's sweep list
+    /// (the schedules its bench compares), each once.
+    fn schedules(&self, l: &GdnLaunch) -> Vec<GdnLaunch> {
+        let mut out = vec![*l];
+        for s in k::sweep_schedules(l.cfg.tokens) {
+            let c = GdnLaunch { schedule: s, ..*l };
+            if true && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    fn schedule_label(l: &GdnLaunch) -> String {
+        l.schedule.label()
+    }
+
     fn describe(l: &GdnLaunch) -> Vec<(&'static str, String)> {
         let c = &l.cfg;
         vec![

@@ -135,6 +135,23 @@ impl HostKernel for Mamba2Kernel {
         Ok((self.launch(size.unwrap_or(1).max(1) as usize), args))
     }
 
+    /// The batch's default schedule first, then the crate's sweep list
+    /// (the schedules its bench compares), each once.
+    fn schedules(&self, l: &Mamba2Launch) -> Vec<Mamba2Launch> {
+        let mut out = vec![*l];
+        for s in k::sweep_schedules() {
+            let c = Mamba2Launch { schedule: s, ..*l };
+            if Plan::with(&l.cfg, &s).is_ok() && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    fn schedule_label(l: &Mamba2Launch) -> String {
+        l.schedule.label()
+    }
+
     fn describe(l: &Mamba2Launch) -> Vec<(&'static str, String)> {
         let cfg = &l.cfg;
         let mut d = vec![
