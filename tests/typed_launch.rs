@@ -342,3 +342,60 @@ fn the_generated_tensors_struct_owns_and_lends() {
         "{why:?}"
     );
 }
+
+/// One argument in two `#[when]` forms of different rank (a slot per
+/// request for one token, a slot table for several), both named `slots` in
+/// the kernel's ABI by `#[name]`: the IR, the descriptor and the typed
+/// launch's binding all say `slots`.
+#[cluster_kernel(block = 32)]
+fn pick(
+    #[comptime] tokens: u32,
+    #[when(tokens == 1)] slots: Tensor<i32, requests>,
+    #[when(tokens > 1)]
+    #[name = "slots"]
+    slot_table: Tensor<i32, requests, width>,
+    y: Tensor<i32, requests, 32>,
+) {
+    let (r, c) = (block_idx(0), thread_idx());
+    let slot = match (slots, slot_table) {
+        (Some(s), _) => s[[r]],
+        (_, Some(t)) => t[[r, 1u32]],
+        _ => unreachable!("one form is declared"),
+    };
+    y[[r, c]] = slot + c.cast::<i32>();
+}
+
+#[test]
+fn two_when_forms_share_one_abi_name() {
+    let dev = SimDevice::new();
+    for tokens in [1u32, 3] {
+        let kernel = pick(tokens);
+        let names: Vec<&str> = kernel.tensors.values().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["slots", "y"]);
+        let params = pick::params(tokens);
+        let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["slots", "y"]);
+        let rank = params[0].tensor().map(|t| t.rank());
+        assert_eq!(rank, Some(if tokens == 1 { 1 } else { 2 }));
+        let module = dev.load(&kernel).unwrap();
+        let one = DeviceTensor::upload(&dev, &[7i32, 9], [2]).unwrap();
+        let table = DeviceTensor::upload(&dev, &[0i32, 70, 0, 0, 90, 0], [2, 3]).unwrap();
+        let y = DeviceTensor::<SimDevice, i32, 2>::zeros(&dev, [2, 32]).unwrap();
+        let args = pick::Args::<SimDevice> {
+            slots: (tokens == 1).then(|| one.arg()),
+            slot_table: (tokens > 1).then(|| table.arg()),
+            y: y.arg(),
+        };
+        args.launch(&dev, &module, Launch::grid([2, 1, 1])).unwrap();
+        let got = y.to_vec(&dev).unwrap();
+        let base = if tokens == 1 { [7, 9] } else { [70, 90] };
+        for (i, v) in got.iter().enumerate() {
+            assert_eq!(
+                *v,
+                base[i / 32] + (i % 32) as i32,
+                "tokens {tokens}, element {i}"
+            );
+        }
+    }
+    assert_eq!(pick::PARAMS.len(), 3);
+}
