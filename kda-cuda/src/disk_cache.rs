@@ -244,7 +244,14 @@ pub fn decode(bytes: &[u8], key: &CacheKey) -> Result<Entry, String> {
 /// Where the cache lives and how large it may grow, from the environment
 /// (`var` reads one variable, so tests pass their own):
 ///
-/// * `KDA_CACHE=0` (or `off`, `false`, `no`) disables it;
+/// * it is **opt-in**: `KDA_CACHE=1` (or `on`, `true`, `yes`, `cubin`)
+///   turns it on; unset or `0` (`off`, `false`, `no`) leaves it off. The
+///   driver's linker (`cuLink*`), the only driver route to a cubin, compiles
+///   PTX as relocatable code, and measured on the H200 that costs registers
+///   and time (KdaSplit H12 B128: 96 → 166 registers, 58.6 → 74.8 µs;
+///   `docs/perf.md`); without it modules are JIT-loaded with
+///   `cuModuleLoadDataEx`, whose results the driver's own compute cache
+///   (`~/.nv/ComputeCache`, `CUDA_CACHE_PATH`) keeps across processes;
 /// * the directory is `$KDA_CACHE_DIR`, else `$XDG_CACHE_HOME/kda/modules`,
 ///   else `$HOME/.cache/kda/modules` (empty variables count as unset, and
 ///   `XDG_CACHE_HOME` must be absolute, as the XDG spec says);
@@ -254,10 +261,23 @@ pub fn decode(bytes: &[u8], key: &CacheKey) -> Result<Entry, String> {
 /// `Err` says why there is no cache.
 pub fn settings_from(var: impl Fn(&str) -> Option<OsString>) -> Result<(PathBuf, u64), String> {
     let set = |name: &str| var(name).filter(|v| !v.is_empty());
-    if let Some(v) = set("KDA_CACHE") {
-        let v = v.to_string_lossy().trim().to_ascii_lowercase();
-        if matches!(v.as_str(), "0" | "off" | "false" | "no") {
-            return Err(format!("disabled by KDA_CACHE={v}"));
+    match set("KDA_CACHE") {
+        None => {
+            return Err(
+                "off unless KDA_CACHE=1: the driver's linker compiles PTX as \
+                        relocatable code (more registers, slower kernels); the driver's JIT \
+                        cache serves later processes"
+                    .into(),
+            );
+        }
+        Some(v) => {
+            let v = v.to_string_lossy().trim().to_ascii_lowercase();
+            if matches!(v.as_str(), "0" | "off" | "false" | "no") {
+                return Err(format!("disabled by KDA_CACHE={v}"));
+            }
+            if !matches!(v.as_str(), "1" | "on" | "true" | "yes" | "cubin") {
+                return Err(format!("KDA_CACHE={v}: expected 1 (on) or 0 (off)"));
+            }
         }
     }
     let max_mb = match set("KDA_CACHE_MAX_MB") {
@@ -785,19 +805,34 @@ mod tests {
     #[test]
     fn settings_follow_the_environment() {
         let mb = 1u64 << 20;
-        let home = [("HOME", "/home/u")];
+        assert!(
+            settings_from(env(&[("HOME", "/home/u")]))
+                .unwrap_err()
+                .contains("KDA_CACHE=1")
+        );
+        let odd = [("HOME", "/home/u"), ("KDA_CACHE", "maybe")];
+        assert!(settings_from(env(&odd)).unwrap_err().contains("maybe"));
+        let home = [("HOME", "/home/u"), ("KDA_CACHE", "1")];
         assert_eq!(
             settings_from(env(&home)).unwrap(),
             (PathBuf::from("/home/u/.cache/kda/modules"), 512 * mb)
         );
-        let xdg = [("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xdg")];
+        let xdg = [
+            ("HOME", "/home/u"),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("KDA_CACHE", "on"),
+        ];
         assert_eq!(
             settings_from(env(&xdg)).unwrap().0,
             PathBuf::from("/xdg/kda/modules")
         );
         // A relative or empty XDG_CACHE_HOME is ignored.
         for v in ["rel", ""] {
-            let vars = [("HOME", "/home/u"), ("XDG_CACHE_HOME", v)];
+            let vars = [
+                ("HOME", "/home/u"),
+                ("XDG_CACHE_HOME", v),
+                ("KDA_CACHE", "yes"),
+            ];
             assert_eq!(
                 settings_from(env(&vars)).unwrap().0,
                 PathBuf::from("/home/u/.cache/kda/modules")
@@ -819,12 +854,20 @@ mod tests {
             let why = settings_from(env(&vars)).unwrap_err();
             assert!(why.starts_with("disabled by KDA_CACHE="), "{why}");
         }
-        let zero = [("KDA_CACHE_DIR", "/c"), ("KDA_CACHE_MAX_MB", "0")];
+        let zero = [
+            ("KDA_CACHE_DIR", "/c"),
+            ("KDA_CACHE_MAX_MB", "0"),
+            ("KDA_CACHE", "1"),
+        ];
         assert!(settings_from(env(&zero)).unwrap_err().contains("MAX_MB=0"));
-        let bad = [("KDA_CACHE_DIR", "/c"), ("KDA_CACHE_MAX_MB", "lots")];
+        let bad = [
+            ("KDA_CACHE_DIR", "/c"),
+            ("KDA_CACHE_MAX_MB", "lots"),
+            ("KDA_CACHE", "1"),
+        ];
         assert!(settings_from(env(&bad)).unwrap_err().contains("lots"));
         assert!(
-            settings_from(env(&[]))
+            settings_from(env(&[("KDA_CACHE", "1")]))
                 .unwrap_err()
                 .contains("no cache directory")
         );
@@ -836,7 +879,7 @@ mod tests {
         // KDA_CACHE_DIR, so this builds the same cache from a temp dir.
         let tmp = TempDir::new("env");
         let dir = tmp.0.join("modules");
-        let vars = [("KDA_CACHE_DIR", dir.to_str().unwrap())];
+        let vars = [("KDA_CACHE_DIR", dir.to_str().unwrap()), ("KDA_CACHE", "1")];
         let (d, max) = settings_from(env(&vars)).unwrap();
         let cache = DiskCache::open(d, max).unwrap();
         assert_eq!(cache.dir(), dir);
