@@ -2,14 +2,13 @@
 //! layer under every kernel's case files: reading diagnoses truncation and
 //! header damage by tensor name before the safetensors crate parses the file
 //! ([`TensorFile::parse`]) and checks dtypes per tensor
-//! ([`TensorFile::tensor`]); writing is atomic ([`write_atomic`]), so a
-//! reader never sees a half-written case.
+//! ([`TensorFile::tensor`]); writing is atomic ([`write_atomic`], the one
+//! writer of [`crate::output`]), so a reader never sees a half-written case.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{Read as _, Write};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use half::bf16;
 use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, TensorView};
@@ -17,6 +16,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::generator::{CaseLimit, LimitError};
+pub use crate::output::{check_output, write_atomic};
 use crate::tensor::{DType, HostTensor, dtype_list};
 
 /// Why a tensor file cannot be read or written.
@@ -235,35 +235,6 @@ pub fn read_limited(path: &Path, limit: &CaseLimit) -> Result<Vec<u8>, FileError
     Ok(bytes)
 }
 
-/// Checks, before any work, that a file can be written at `path`: it is not
-/// a folder, its folder exists, and a temporary file can be created there
-/// (the same step [`write_atomic`] takes), so a long run does not fail at its
-/// end. The probe is removed.
-pub fn check_output(path: &Path) -> Result<(), FileError> {
-    let refuse = |reason: String| FileError::Output {
-        path: path.to_owned(),
-        reason,
-    };
-    if path.file_name().is_none() {
-        return Err(refuse("names no file".into()));
-    }
-    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        return Err(refuse("is a folder".into()));
-    }
-    let folder = folder_of(path);
-    match fs::metadata(folder) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(refuse(format!("{} is not a folder", folder.display()))),
-        Err(e) => return Err(refuse(format!("its folder {}: {e}", folder.display()))),
-    }
-    let probe = temporary_beside(path);
-    File::create_new(&probe)
-        .map_err(|e| refuse(format!("cannot create a file in {}: {e}", folder.display())))?;
-    // Best effort: an unremovable probe is harmless (hidden, `.tmp`).
-    let _ = fs::remove_file(&probe);
-    Ok(())
-}
-
 /// Whether `a` and `b` name the same existing file: the same path, another
 /// spelling of it (`..`, `./`), a symbolic or hard link to it. A path that
 /// does not exist is no other file.
@@ -282,86 +253,6 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
         let _ = (ma, mb);
         matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
     }
-}
-
-/// The folder a file at `path` goes in (`.` for a bare name).
-fn folder_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// A fresh hidden temporary name beside `path`: `DIR/.NAME.PID-N.tmp`.
-fn temporary_beside(path: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
-/// Writes `bytes` to `path` atomically: into a fresh temporary file in the
-/// same folder, synced to disk, then renamed over `path` (and the folder
-/// synced), so readers see the old file or the whole new one, never a part.
-/// The temporary file is removed if anything fails. This is the one writer
-/// of every file the tools write (case files, results, PTX, bench JSON,
-/// tuned tables).
-///
-/// ```
-/// use kda_host::case::{read, write_atomic};
-///
-/// let dir = std::env::temp_dir().join(format!("kda-host-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir)?;
-/// let path = dir.join("case.safetensors");
-/// write_atomic(&path, b"first")?;
-/// write_atomic(&path, b"second")?;
-/// assert_eq!(read(&path)?, b"second");
-/// // Nothing but the file itself is left in the folder.
-/// assert_eq!(std::fs::read_dir(&dir)?.count(), 1);
-/// std::fs::remove_dir_all(&dir)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| FileError::Io { path, source }
-    };
-    let temp = temporary_beside(path);
-    let written = File::create_new(&temp)
-        .and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.sync_all()
-        })
-        .map_err(io(&temp))
-        .and_then(|()| fs::rename(&temp, path).map_err(io(path)));
-    if let Err(e) = written {
-        // Best effort: the error that matters is the one above.
-        let _ = fs::remove_file(&temp);
-        return Err(e);
-    }
-    sync_folder(path)
-}
-
-/// Makes the rename durable (Unix: fsync the folder); a no-op elsewhere.
-fn sync_folder(path: &Path) -> Result<(), FileError> {
-    #[cfg(unix)]
-    {
-        let folder = folder_of(path);
-        File::open(folder)
-            .and_then(|f| f.sync_all())
-            .map_err(|source| FileError::Io {
-                path: folder.to_owned(),
-                source,
-            })?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
 }
 
 /// Returns `__metadata__` (empty if absent) once the header parses and every
@@ -498,12 +389,18 @@ mod tests {
     fn a_failed_atomic_write_leaves_nothing_behind() {
         let dir = std::env::temp_dir().join(format!("kda-host-atomic-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        // The target is a folder: the rename fails, and the temporary goes.
+        // The folder is gone: creating the temporary fails, nothing stays.
+        let target = dir.join("gone/taken");
+        assert!(matches!(
+            write_atomic(&target, b"x"),
+            Err(FileError::Io { .. })
+        ));
+        // The target is a folder: refused before a temporary is made.
         let target = dir.join("taken");
         fs::create_dir_all(target.join("inner")).unwrap();
         assert!(matches!(
             write_atomic(&target, b"x"),
-            Err(FileError::Io { .. })
+            Err(FileError::Output { .. })
         ));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         fs::remove_dir_all(&dir).unwrap();

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod case;
 pub mod compare;
 pub mod generator;
+pub mod output;
 pub mod probe;
 pub mod reference;
 pub mod round;
