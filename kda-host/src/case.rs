@@ -67,6 +67,18 @@ pub enum FileError {
         /// The limit it breaks.
         limit: LimitError,
     },
+    /// The file changed while it was read (written in place, or replaced):
+    /// the bytes may mix two versions, so they are not used (issue 32 item
+    /// 8: a torn case was reported as a kernel mismatch).
+    #[error(
+        "{}: the file changed while it was read (it is being written or was replaced); \
+         read it again once it is complete",
+        path.display()
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+    },
     /// An output path that cannot take a file ([`check_output`]).
     #[error("{}: {reason}", path.display())]
     Output {
@@ -210,8 +222,21 @@ pub fn read(path: &Path) -> Result<Vec<u8>, FileError> {
 /// The bytes of the file at `path`, refused without reading when it is
 /// larger than `limit` (a regular file's length is known up front; a pipe or
 /// device is read at most one byte past the limit), so a huge or endless file
-/// fails with a message instead of exhausting memory.
+/// fails with a message instead of exhausting memory. A regular file that
+/// changes while it is read ([`FileError::Changed`]: its length, times or
+/// contents differ between the start and the end of the read, or the path
+/// names another file by then) is refused rather than returned torn.
 pub fn read_limited(path: &Path, limit: &CaseLimit) -> Result<Vec<u8>, FileError> {
+    read_observed(path, limit, &mut || {})
+}
+
+/// [`read_limited`], calling `midway` after the first half of the bytes
+/// (tests change the file there).
+fn read_observed(
+    path: &Path,
+    limit: &CaseLimit,
+    midway: &mut dyn FnMut(),
+) -> Result<Vec<u8>, FileError> {
     let io = |source| FileError::Io {
         path: path.to_owned(),
         source,
@@ -224,15 +249,68 @@ pub fn read_limited(path: &Path, limit: &CaseLimit) -> Result<Vec<u8>, FileError
                 limit,
             })
     };
-    let file = File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+    let mut file = File::open(path).map_err(io)?;
+    let before = file.metadata().map_err(io)?;
+    let len = before.len();
     too_large(len)?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(limit.bytes.saturating_add(1))
+    let half = len / 2;
+    (&mut file).take(half).read_to_end(&mut bytes).map_err(io)?;
+    midway();
+    (&mut file)
+        .take(
+            limit
+                .bytes
+                .saturating_add(1)
+                .saturating_sub(bytes.len() as u64),
+        )
         .read_to_end(&mut bytes)
         .map_err(io)?;
     too_large(bytes.len() as u64)?;
+    if before.is_file() && changed(path, &file, &before, &bytes).map_err(io)? {
+        return Err(FileError::Changed {
+            path: path.to_owned(),
+        });
+    }
     Ok(bytes)
+}
+
+/// Whether the regular file `file` (opened at `path`, `before` its metadata
+/// at the start) changed while `bytes` were read from it: another length or
+/// change time now, `path` naming another file, or a second read of the
+/// same bytes differing (a writer within the file system's time
+/// granularity leaves the times as they were).
+fn changed(path: &Path, file: &File, before: &fs::Metadata, bytes: &[u8]) -> std::io::Result<bool> {
+    let after = file.metadata()?;
+    let stamp = |m: &fs::Metadata| (m.len(), m.modified().ok());
+    if bytes.len() as u64 != before.len() || stamp(&after) != stamp(before) {
+        return Ok(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{FileExt as _, MetadataExt as _};
+        if before.ctime() != after.ctime() || before.ctime_nsec() != after.ctime_nsec() {
+            return Ok(true);
+        }
+        // Replaced by a rename: the bytes are whole, but of the old file.
+        match fs::metadata(path) {
+            Ok(now) if (now.dev(), now.ino()) == (before.dev(), before.ino()) => {}
+            _ => return Ok(true),
+        }
+        let mut again = vec![0u8; bytes.len().min(1 << 20)];
+        let mut offset = 0usize;
+        while offset < bytes.len() {
+            let n = again.len().min(bytes.len() - offset);
+            file.read_exact_at(&mut again[..n], offset as u64)?;
+            if again[..n] != bytes[offset..offset + n] {
+                return Ok(true);
+            }
+            offset += n;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(false)
 }
 
 /// Whether `a` and `b` name the same existing file: the same path, another
@@ -423,6 +501,59 @@ mod tests {
         assert!(e.to_string().contains("is a folder"), "{e}");
         // The probe leaves nothing behind.
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 32 item 8: a case file rewritten in place or replaced while it
+    /// is read was returned torn (half old, half new) and reported as a
+    /// kernel mismatch; now the read fails, saying the file changed.
+    #[test]
+    fn a_file_changed_while_read_is_refused() {
+        let dir = scratch("changed");
+        let path = dir.join("case");
+        let limit = CaseLimit {
+            bytes: 1 << 20,
+            basis: "a test".into(),
+        };
+        let old = vec![1u8; 4096];
+        fs::write(&path, &old).unwrap();
+        assert_eq!(read_observed(&path, &limit, &mut || {}).unwrap(), old);
+        // Rewritten in place, same length (what a non-atomic writer does).
+        let e = read_observed(&path, &limit, &mut || {
+            fs::write(&path, vec![2u8; 4096]).unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        assert!(e.to_string().contains("changed while it was read"), "{e}");
+        // Only the second half changed, with the old times put back (a
+        // writer within the time granularity): the second read sees it.
+        fs::write(&path, &old).unwrap();
+        let e = read_observed(&path, &limit, &mut || {
+            let times = fs::metadata(&path).unwrap().modified().unwrap();
+            let mut f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+            std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(4000)).unwrap();
+            std::io::Write::write_all(&mut f, &[9u8; 96]).unwrap();
+            f.set_modified(times).unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        // Replaced by a rename: the bytes are of a file no longer there.
+        fs::write(&path, &old).unwrap();
+        let e = read_observed(&path, &limit, &mut || {
+            let other = dir.join("other");
+            fs::write(&other, vec![3u8; 4096]).unwrap();
+            fs::rename(&other, &path).unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        // Grown past what was read.
+        fs::write(&path, &old).unwrap();
+        let e = read_observed(&path, &limit, &mut || {
+            let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+            std::io::Write::write_all(&mut f, b"more").unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -336,7 +336,7 @@ fn stale_temporaries_beside_an_output_are_removed() {
 fn generated_sizes_beyond_the_machine_are_refused_at_once() {
     let dir = Scratch::new("huge");
     let o = dir.join("x.safetensors");
-    let huge: [&[&str]; 8] = [
+    let huge: [&[&str]; 9] = [
         &["--num-slots", "18446744073709551615"],
         &["--num-slots", "1000000000000"],
         &["--tokens", "2", "--slot-extra", "18446744073709551615"],
@@ -344,6 +344,7 @@ fn generated_sizes_beyond_the_machine_are_refused_at_once() {
         &["--conv-extra", "1000000000000"],
         &["--batch", "4294967295"],
         &["--heads", "100000"],
+        &["--heads", "65535"],
         &[
             "--heads",
             "4294967295",
@@ -367,7 +368,8 @@ fn generated_sizes_beyond_the_machine_are_refused_at_once() {
         assert!(
             out.stderr.contains("the limit is")
                 || out.stderr.contains("overflow")
-                || out.stderr.contains("slot ids are I32"),
+                || out.stderr.contains("slot ids are I32")
+                || out.stderr.contains("heads must be at most 65535"),
             "{out}"
         );
     }
@@ -375,8 +377,10 @@ fn generated_sizes_beyond_the_machine_are_refused_at_once() {
     // The demo generates its case too.
     let out = kda_split(&["--device", "sim", "--batch", "4294967295"]).expect_code(2);
     assert!(out.stderr.contains("the limit is"), "{out}");
-    let out = kda_split(&["--device", "sim", "--heads", "100000", "--batch", "1"]).expect_code(2);
+    let out = kda_split(&["--device", "sim", "--heads", "65535", "--batch", "1"]).expect_code(2);
     assert!(out.stderr.contains("the limit is"), "{out}");
+    let out = kda_split(&["--device", "sim", "--heads", "100000", "--batch", "1"]).expect_code(2);
+    assert!(out.stderr.contains("heads must be at most 65535"), "{out}");
 }
 
 /// A case file larger than the limit is refused before it is read (a
@@ -434,4 +438,136 @@ fn bench_sim_checks_the_kernels_and_workload_without_a_gpu() {
 fn repeat_is_bounded() {
     let out = kda_split(&["--device", "sim", "--repeat", "18446744073709551615"]).expect_code(2);
     assert!(out.stderr.contains("at most 100000"), "{out}");
+}
+
+/// Issue 32 item 3. `ptx` and `info` built a whole generated case only to
+/// learn its strides: `ptx --heads 65535` allocated gigabytes (and `--heads
+/// 100000` aborted in the allocator). Now the strides are computed, the
+/// largest launchable head count prints at once, and larger ones are
+/// refused naming `heads`.
+#[test]
+fn ptx_of_huge_configurations_needs_no_case() {
+    let dir = Scratch::new("ptx-huge");
+    let out_file = dir.join("huge.ptx");
+    let start = Instant::now();
+    let args = [
+        "ptx",
+        "--heads",
+        "65535",
+        "--batch",
+        "1",
+        "-o",
+        s(&out_file),
+    ];
+    let out = kda_split(&args).expect_ok();
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{:?}\n{out}",
+        start.elapsed()
+    );
+    let ptx = std::fs::read_to_string(&out_file).unwrap();
+    assert!(ptx.contains(".entry"), "{out}");
+    for heads in ["65536", "100000", "4294967295"] {
+        let out = kda_split(&["ptx", "--heads", heads]).expect_code(2);
+        no_panic(&out);
+        assert!(out.stderr.contains("heads must be at most 65535"), "{out}");
+    }
+}
+
+/// A stand-in ptxas in `dir` running `body` (a shell script).
+fn fake_ptxas(dir: &Scratch, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join("ptxas");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn info_with(ptxas: &Path, timeout_s: &str, args: &[&str]) -> Out {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kda-split"))
+        .arg("info")
+        .args(args)
+        .env("KDA_PTXAS", ptxas)
+        .env("KDA_PTXAS_TIMEOUT", timeout_s)
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Issue 32 items 3 and 7: `info` trusted ptxas with no time or size
+/// bound (a hung ptxas hung `info`; one that floods its output filled
+/// memory), and built a whole case per configuration (`--heads 100000`
+/// aborted in the allocator).
+#[test]
+fn info_bounds_ptxas_and_huge_configurations() {
+    let dir = Scratch::new("info");
+    let one = ["--heads", "1", "--batch", "1"];
+    let hung = fake_ptxas(&dir, "exec sleep 60");
+    let start = Instant::now();
+    let out = info_with(&hung, "1", &one).expect_code(4);
+    assert!(out.stderr.contains("did not finish within 1 s"), "{out}");
+    assert!(start.elapsed() < Duration::from_secs(30), "{out}");
+    let flood = fake_ptxas(&dir, "exec yes");
+    let out = info_with(&flood, "60", &one).expect_code(4);
+    assert!(
+        out.stderr.contains("bytes of output and was killed"),
+        "{out}"
+    );
+    // A ptxas that reports (absurd numbers, too): huge head counts are
+    // invalid rows, never a case built.
+    let fine = fake_ptxas(
+        &dir,
+        "echo '4294967295 bytes stack frame, 4294967295 bytes spill stores, 4294967295 bytes \
+         spill loads'; echo 'Used 4294967295 registers, used 1 barriers, 4294967295 bytes smem'",
+    );
+    let out = info_with(&fine, "60", &["--heads", "1,100000", "--batch", "1"]).expect_code(2);
+    no_panic(&out);
+    assert!(out.stdout.contains("heads must be at most 65535"), "{out}");
+    assert!(out.stdout.contains("SPILLS"), "{out}");
+}
+
+/// Issue 32 item 7: flags that do not apply are refused (exit 2, naming
+/// them), not silently ignored. `bench --sim --heads 64` checked its fixed
+/// small workloads and said "ok"; `gen-case --eps=-1` wrote a case whose
+/// RMSNorm takes the square root of a negative number.
+#[test]
+fn flags_that_would_not_apply_are_refused() {
+    for (flag, args) in [
+        ("--heads", vec!["bench", "--sim", "--heads", "64"]),
+        ("--batch", vec!["bench", "--sim", "--batch", "8"]),
+        ("--tokens", vec!["bench", "--sim", "--tokens", "2"]),
+        (
+            "--json",
+            vec!["bench", "--sim", "--json", "/nonexistent/x.json"],
+        ),
+        ("--full", vec!["bench", "--sim", "--full"]),
+    ] {
+        let out = kda_split(&args).expect_code(2);
+        assert!(out.stderr.contains(flag), "{out}");
+        assert!(out.stderr.contains("--sim"), "{out}");
+        assert!(!out.stdout.contains("bench --sim: ok"), "{out}");
+    }
+    let dir = Scratch::new("eps");
+    let case = dir.join("x.safetensors");
+    for eps in ["-1", "-1e-9", "inf", "NaN"] {
+        let eps_flag = format!("--eps={eps}");
+        let out = kda_split(&["gen-case", "-o", s(&case), &eps_flag]).expect_code(2);
+        assert!(out.stderr.contains("--eps"), "{out}");
+    }
+    assert!(dir.names().is_empty(), "{:?}", dir.names());
+    kda_split(&[
+        "gen-case",
+        "-o",
+        s(&case),
+        "--eps=0",
+        "--heads",
+        "1",
+        "--batch",
+        "1",
+    ])
+    .expect_ok();
 }
