@@ -79,6 +79,20 @@ pub enum FileError {
         /// The file.
         path: PathBuf,
     },
+    /// The tensors do not match the checksum recorded when the file was
+    /// written ([`TensorFile::verify_checksum`]).
+    #[error(
+        "the tensors do not match the checksum recorded when the file was written \
+         ({CHECKSUM_KEY} {recorded}, the bytes give {actual}): the file changed while it was \
+         read, or was torn or edited since it was written (a tool that edits the tensors must \
+         drop or update {CHECKSUM_KEY})"
+    )]
+    Checksum {
+        /// The recorded checksum.
+        recorded: String,
+        /// The checksum of the bytes read.
+        actual: String,
+    },
     /// An output path that cannot take a file ([`check_output`]).
     #[error("{}: {reason}", path.display())]
     Output {
@@ -107,6 +121,30 @@ impl<'a> TensorFile<'a> {
     /// `__metadata__` (empty if absent).
     pub fn metadata(&self) -> &HashMap<String, String> {
         &self.metadata
+    }
+
+    /// Checks the tensors' bytes against the checksum their writer recorded
+    /// ([`CHECKSUM_KEY`]); a file without one (another writer's) passes.
+    /// Readers call it once the structure has been checked, so a file edited
+    /// by hand still gets the error that names what is wrong with it.
+    pub fn verify_checksum(&self) -> Result<(), FileError> {
+        let Some(recorded) = self.metadata.get(CHECKSUM_KEY) else {
+            return Ok(());
+        };
+        let tensors = self.file.tensors();
+        let actual = checksum(
+            tensors
+                .iter()
+                .map(|(name, view)| (name.as_str(), view.data())),
+        );
+        if &actual == recorded {
+            Ok(())
+        } else {
+            Err(FileError::Checksum {
+                recorded: recorded.clone(),
+                actual,
+            })
+        }
     }
 
     /// The tensor names, in file order.
@@ -208,7 +246,57 @@ pub fn serialize(
             Ok((t.name.as_str(), view))
         })
         .collect::<Result<Vec<_>, SafeTensorError>>()?;
+    let mut metadata = metadata;
+    metadata.insert(
+        CHECKSUM_KEY.into(),
+        checksum(tensors.iter().map(|t| (t.name.as_str(), &t.data[..]))),
+    );
     Ok(safetensors::serialize(views, Some(metadata))?)
+}
+
+/// The `__metadata__` entry in which [`serialize`] records a checksum of
+/// the tensors' bytes, so that a reader can tell a file torn by a writer
+/// (half one version, half another, issue 32 item 8) from a valid one:
+/// [`TensorFile::verify_checksum`].
+pub const CHECKSUM_KEY: &str = "kda_checksum";
+
+/// `mix64:` and 16 hex digits: a 64-bit hash of each tensor's name, length
+/// and bytes, in name order. Not cryptographic: any single changed word
+/// changes it, and a tear is caught but for a 2^-64 chance.
+fn checksum<'a>(tensors: impl Iterator<Item = (&'a str, &'a [u8])>) -> String {
+    let mut tensors: Vec<(&str, &[u8])> = tensors.collect();
+    tensors.sort_by_key(|t| t.0);
+    let mut h = Mix64(0x6b64_612d_6361_7365);
+    for (name, data) in tensors {
+        h.bytes(name.as_bytes());
+        h.word(data.len() as u64);
+        h.bytes(data);
+    }
+    format!("mix64:{:016x}", h.0)
+}
+
+/// A word-at-a-time mixing hash: each step (xor, multiply by an odd
+/// constant, rotate) is a bijection of the state, so no single changed
+/// word leaves it unchanged.
+struct Mix64(u64);
+
+impl Mix64 {
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0 ^ w)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.word(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        self.word(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
+    }
 }
 
 /// The bytes of the file at `path`.
@@ -452,6 +540,26 @@ mod tests {
         );
         let err = TensorFile::parse(&bytes[..4]).err().unwrap();
         assert!(err.to_string().contains("8-byte header length"), "{err}");
+    }
+
+    /// Issue 32 item 8: a file torn by a writer (one tensor's bytes from
+    /// another version) that no longer changes while it is read is caught by
+    /// its checksum.
+    #[test]
+    fn a_torn_file_fails_its_checksum() {
+        let bytes = file();
+        let f = TensorFile::parse(&bytes).unwrap();
+        assert!(f.metadata()[CHECKSUM_KEY].starts_with("mix64:"));
+        f.verify_checksum().unwrap();
+        // The last byte is tensor data: flip it.
+        let mut torn = bytes.clone();
+        *torn.last_mut().unwrap() ^= 1;
+        let e = TensorFile::parse(&torn)
+            .unwrap()
+            .verify_checksum()
+            .unwrap_err();
+        assert!(matches!(e, FileError::Checksum { .. }), "{e}");
+        assert!(e.to_string().contains("changed while it was read"), "{e}");
     }
 
     #[test]

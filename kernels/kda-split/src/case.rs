@@ -211,7 +211,9 @@ impl From<FileError> for CaseError {
             FileError::Safetensors(e) => Self::Safetensors(e),
             e @ FileError::TooLarge { .. } => Self::TooLarge(e.to_string()),
             e @ FileError::Output { .. } => Self::Output(e.to_string()),
-            e @ FileError::Changed { .. } => Self::Changed(e.to_string()),
+            e @ (FileError::Changed { .. } | FileError::Checksum { .. }) => {
+                Self::Changed(e.to_string())
+            }
         }
     }
 }
@@ -433,6 +435,8 @@ impl Case {
                 conv_state,
             })
         };
+        // Last: a hand-edited file gets the error naming what is wrong.
+        file.verify_checksum()?;
         Ok(Self {
             meta,
             args,

@@ -571,3 +571,75 @@ fn flags_that_would_not_apply_are_refused() {
     ])
     .expect_ok();
 }
+
+/// Two cases of the same shapes (so the same length) in `dir`.
+fn two_versions(dir: &Scratch) -> (Vec<u8>, Vec<u8>) {
+    let mut versions = Vec::new();
+    for seed in ["1", "2"] {
+        let path = dir.join(&format!("seed{seed}.safetensors"));
+        let args = [
+            "gen-case",
+            "-o",
+            s(&path),
+            "--heads",
+            "1",
+            "--batch",
+            "1",
+            "--seed",
+            seed,
+        ];
+        kda_split(&args).expect_ok();
+        versions.push(std::fs::read(&path).unwrap());
+    }
+    let b = versions.pop().unwrap();
+    let a = versions.pop().unwrap();
+    assert_eq!(a.len(), b.len());
+    (a, b)
+}
+
+/// Issue 32 item 8. A case file rewritten in place while `run` reads it
+/// (half one version, half the other) was run as it was and reported as a
+/// kernel mismatch (exit 1); now it is an input change (exit 3, "changed
+/// while it was read"): while the writer is at work the read sees the
+/// change, and a torn file left behind fails the checksum its writer
+/// recorded.
+#[test]
+fn a_torn_case_file_is_an_input_change_not_a_mismatch() {
+    let dir = Scratch::new("torn");
+    let (a, b) = two_versions(&dir);
+    let case = dir.join("case.safetensors");
+    // Torn and left so: the first half of one version, the rest of the other.
+    let half = a.len() / 2;
+    let torn: Vec<u8> = a[..half].iter().chain(&b[half..]).copied().collect();
+    std::fs::write(&case, &torn).unwrap();
+    let out = kda_split(&["run", "--device", "sim", "--case", s(&case)]).expect_code(3);
+    assert!(out.stderr.contains("changed while it was read"), "{out}");
+    assert!(out.stderr.contains(s(&case)), "{out}");
+
+    // Rewritten in place, over and over, while `run` reads it.
+    use std::os::unix::fs::FileExt as _;
+    std::fs::write(&case, &a).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, case) = (stop.clone(), case.clone());
+        std::thread::spawn(move || {
+            let f = std::fs::OpenOptions::new().write(true).open(&case).unwrap();
+            let mut i = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                f.write_all_at(if i % 2 == 0 { &b } else { &a }, 0).unwrap();
+                i += 1;
+            }
+        })
+    };
+    let mut codes = Vec::new();
+    for _ in 0..12 {
+        let out = kda_split(&["run", "--device", "sim", "--case", s(&case)]);
+        if out.code == 3 {
+            assert!(out.stderr.contains("changed while it was read"), "{out}");
+        }
+        codes.push(out.code);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(codes.iter().all(|&c| c == 0 || c == 3), "{codes:?}");
+}

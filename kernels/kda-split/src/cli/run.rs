@@ -134,7 +134,8 @@ pub fn case_config(case: &Case, gate_mode: u32, schedule: &Schedule) -> Result<K
 /// Reads a case file; errors name the file once and the tensor (exit 3).
 pub fn read_case(path: &std::path::Path) -> Result<Case, Failure> {
     Case::read(path).map_err(|e| match e {
-        CaseError::Io { .. } | CaseError::TooLarge(_) | CaseError::Changed(_) => {
+        CaseError::Io { .. } | CaseError::TooLarge(_) => Failure::input(e.to_string()),
+        CaseError::Changed(ref why) if why.starts_with(&path.display().to_string()) => {
             Failure::input(e.to_string())
         }
         _ => Failure::input(format!("{}: {e}", path.display())),
