@@ -624,10 +624,10 @@ fn a_torn_case_file_is_an_input_change_not_a_mismatch() {
         let (stop, case) = (stop.clone(), case.clone());
         std::thread::spawn(move || {
             let f = std::fs::OpenOptions::new().write(true).open(&case).unwrap();
-            let mut i = 0usize;
+            let mut next_b = true;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                f.write_all_at(if i % 2 == 0 { &b } else { &a }, 0).unwrap();
-                i += 1;
+                f.write_all_at(if next_b { &b } else { &a }, 0).unwrap();
+                next_b = !next_b;
             }
         })
     };
