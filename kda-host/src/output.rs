@@ -13,6 +13,10 @@
 //!   link stays a link.
 //! - a character device, a FIFO or a pipe (`/dev/null`, `mkfifo`, process
 //!   substitution's `/dev/fd/N`): written through, never replaced.
+//! - `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N` naming one
+//!   of the process's open descriptors: written through that descriptor,
+//!   whatever is behind it (`-o /dev/stdout >> log` appends to the log
+//!   instead of replacing it).
 //! - a folder, a block device, a socket: refused.
 //!
 //! The temporary files are named `.NAME.kda-tmp.PID.N` (issue 32 item 2).
@@ -45,6 +49,31 @@ enum Target {
     },
     /// A character device, FIFO or pipe: opened and written in place.
     Stream { path: PathBuf },
+    /// One of this process's open file descriptors (`/dev/stdout`,
+    /// `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`): written through it,
+    /// at its offset and in its mode (`>> log` appends), whatever it is.
+    #[cfg(unix)]
+    Descriptor { fd: std::os::fd::RawFd },
+}
+
+/// The descriptor `path` names, if it is one of this process's open ones
+/// under a name that means "this descriptor" (not the file behind it).
+#[cfg(unix)]
+fn own_descriptor(path: &Path) -> Option<std::os::fd::RawFd> {
+    let text = path.to_str()?;
+    let fd: std::os::fd::RawFd = match text {
+        "/dev/stdout" => 1,
+        "/dev/stderr" => 2,
+        _ => text
+            .strip_prefix("/dev/fd/")
+            .or_else(|| text.strip_prefix("/proc/self/fd/"))?
+            .parse()
+            .ok()?,
+    };
+    // SAFETY: F_GETFL only reads the descriptor's flags; -1 if it is closed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    let writable = flags != -1 && matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR);
+    writable.then_some(fd)
 }
 
 fn refuse(path: &Path, reason: impl Into<String>) -> FileError {
@@ -63,6 +92,10 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> FileError {
 fn resolve(path: &Path) -> Result<Target, FileError> {
     if path.file_name().is_none() {
         return Err(refuse(path, "names no file"));
+    }
+    #[cfg(unix)]
+    if let Some(fd) = own_descriptor(path) {
+        return Ok(Target::Descriptor { fd });
     }
     match fs::metadata(path) {
         Ok(m) if m.is_file() => {
@@ -295,6 +328,8 @@ pub fn remove_temporaries_on_signals() -> std::io::Result<()> {
 pub fn check_output(path: &Path) -> Result<(), FileError> {
     let real = match resolve(path)? {
         Target::Stream { .. } => return Ok(()),
+        #[cfg(unix)]
+        Target::Descriptor { .. } => return Ok(()),
         Target::File { path: real, .. } => real,
     };
     let folder = folder_of(&real);
@@ -370,6 +405,18 @@ pub fn write_with(
             return fill(&mut stream)
                 .and_then(|()| stream.flush())
                 .map_err(io_error(&path));
+        }
+        #[cfg(unix)]
+        Target::Descriptor { fd } => {
+            use std::os::fd::BorrowedFd;
+            // SAFETY: `resolve` saw `fd` open; it is only borrowed to dup it.
+            let owned = unsafe { BorrowedFd::borrow_raw(fd) }
+                .try_clone_to_owned()
+                .map_err(io_error(path))?;
+            let mut stream = File::from(owned);
+            return fill(&mut stream)
+                .and_then(|()| stream.flush())
+                .map_err(io_error(path));
         }
         Target::File { path, existing } => (path, existing),
     };

@@ -278,3 +278,45 @@ fn an_interrupted_write_leaves_nothing() {
         assert!(dir.names().is_empty(), "SIG{signal}: {:?}", dir.names());
     }
 }
+
+const FD_CHILD_ENV: &str = "KDA_HOST_OUTPUT_FD_CHILD";
+
+/// Not a test by itself: writes to `/dev/stdout` for
+/// [`dev_stdout_is_written_through_its_descriptor`].
+#[test]
+#[ignore = "run by dev_stdout_is_written_through_its_descriptor"]
+fn dev_stdout_writer_child() {
+    if std::env::var_os(FD_CHILD_ENV).is_none() {
+        return;
+    }
+    check_output(Path::new("/dev/stdout")).unwrap();
+    write_atomic(Path::new("/dev/stdout"), b"through stdout\n").unwrap();
+    write_atomic(Path::new("/proc/self/fd/1"), b"and again\n").unwrap();
+}
+
+/// `-o /dev/stdout >> log`: before, `/dev/stdout` led (through
+/// `/proc/self/fd/1`) to the log, which was replaced by a new file (the
+/// shell's descriptor then wrote into the old, unlinked one); now the
+/// bytes go through the descriptor, appended.
+#[test]
+fn dev_stdout_is_written_through_its_descriptor() {
+    let dir = Scratch::new("stdout");
+    let log = dir.join("log");
+    std::fs::write(&log, b"before\n").unwrap();
+    let inode = std::fs::metadata(&log).unwrap().ino();
+    let append = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "dev_stdout_writer_child", "--quiet"])
+        .env(FD_CHILD_ENV, "1")
+        .stdout(append)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("before\n") && text.contains("through stdout\nand again\n"),
+        "{text:?}"
+    );
+    assert_eq!(std::fs::metadata(&log).unwrap().ino(), inode);
+    assert_eq!(dir.names(), ["log"]);
+}
