@@ -316,7 +316,8 @@ fn dead_pid() -> u32 {
 
 /// Issue 32 item 2: a run killed mid-write (SIGKILL cannot be caught)
 /// leaves `.NAME.kda-tmp.PID.N`; the next write of NAME removes it once
-/// that process is gone. (SIGINT and SIGTERM remove it at once: kda-host's
+/// that process is gone. (SIGINT and SIGTERM remove it at once:
+/// `an_interrupted_gen_case_leaves_no_temporary_file` here, and kda-host's
 /// `tests/output.rs`, `an_interrupted_write_leaves_nothing`.)
 #[test]
 fn stale_temporaries_beside_an_output_are_removed() {
@@ -642,4 +643,63 @@ fn a_torn_case_file_is_an_input_change_not_a_mismatch() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     assert!(codes.iter().all(|&c| c == 0 || c == 3), "{codes:?}");
+}
+
+/// Issue 32 item 2. Ctrl-C or SIGTERM during a write left the hidden
+/// temporary file (up to 1 GB seen) beside the target; now the command
+/// removes it and dies of the signal. (A 137 MiB case: its write takes long
+/// enough to be caught in the act.)
+#[test]
+fn an_interrupted_gen_case_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt as _;
+    for (signal, number) in [("INT", 2), ("TERM", 15)] {
+        let dir = Scratch::new(&format!("interrupted-{signal}"));
+        let target = dir.join("big.safetensors");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kda-split"))
+            .args([
+                "gen-case",
+                "--heads",
+                "8",
+                "--batch",
+                "256",
+                "--no-expected",
+            ])
+            .arg("-o")
+            .arg(&target)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let seen = loop {
+            if dir.names().iter().any(|n| n.contains(".kda-tmp.")) {
+                break true;
+            }
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        if !seen {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("SIG{signal}: the write was never caught in progress");
+        }
+        let sent = std::process::Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = child.wait().unwrap();
+        // Died of the signal, or (caught just as it renamed) finished.
+        assert!(
+            status.signal() == Some(number) || status.success(),
+            "SIG{signal}: {status:?}"
+        );
+        let hidden: Vec<String> = dir
+            .names()
+            .into_iter()
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(hidden.is_empty(), "SIG{signal}: {hidden:?} left behind");
+    }
 }
