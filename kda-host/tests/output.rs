@@ -128,11 +128,16 @@ fn a_fifo_is_written_through() {
     let got = dir.join("got");
     let mut reader = Command::new("sh")
         .arg("-c")
-        .arg(format!("cat '{}' > '{}'", fifo.display(), got.display()))
+        .arg(format!(
+            "exec cat '{}' > '{}'",
+            fifo.display(),
+            got.display()
+        ))
         .spawn()
         .unwrap();
     let written = write_atomic(&fifo, b"through the fifo\n");
-    // Never leave the reader waiting, whatever happened.
+    // Never leave the reader waiting, whatever happened (`exec`: the kill
+    // reaches `cat` itself).
     let deadline = Instant::now() + Duration::from_secs(20);
     while reader.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

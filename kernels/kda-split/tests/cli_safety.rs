@@ -234,7 +234,7 @@ fn outputs_write_through_fifos_and_follow_links() {
         let got = dir.join(&format!("{name}.got"));
         let mut reader = std::process::Command::new("sh")
             .arg("-c")
-            .arg(format!("cat '{}' > '{}'", s(&fifo), s(&got)))
+            .arg(format!("exec cat '{}' > '{}'", s(&fifo), s(&got)))
             .spawn()
             .unwrap();
         let mut with_fifo = args.clone();
