@@ -2,14 +2,13 @@
 //! layer under every kernel's case files: reading diagnoses truncation and
 //! header damage by tensor name before the safetensors crate parses the file
 //! ([`TensorFile::parse`]) and checks dtypes per tensor
-//! ([`TensorFile::tensor`]); writing is atomic ([`write_atomic`]), so a
-//! reader never sees a half-written case.
+//! ([`TensorFile::tensor`]); writing is atomic ([`write_atomic`], the one
+//! writer of [`crate::output`]), so a reader never sees a half-written case.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{Read as _, Write};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use half::bf16;
 use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, TensorView};
@@ -17,6 +16,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::generator::{CaseLimit, LimitError};
+pub use crate::output::{check_output, write_atomic};
 use crate::tensor::{DType, HostTensor, dtype_list};
 
 /// Why a tensor file cannot be read or written.
@@ -67,6 +67,32 @@ pub enum FileError {
         /// The limit it breaks.
         limit: LimitError,
     },
+    /// The file changed while it was read (written in place, or replaced):
+    /// the bytes may mix two versions, so they are not used (issue 32 item
+    /// 8: a torn case was reported as a kernel mismatch).
+    #[error(
+        "{}: the file changed while it was read (it is being written or was replaced); \
+         read it again once it is complete",
+        path.display()
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The tensors do not match the checksum recorded when the file was
+    /// written ([`TensorFile::verify_checksum`]).
+    #[error(
+        "the tensors do not match the checksum recorded when the file was written \
+         ({CHECKSUM_KEY} {recorded}, the bytes give {actual}): the file changed while it was \
+         read, or was torn or edited since it was written (a tool that edits the tensors must \
+         drop or update {CHECKSUM_KEY})"
+    )]
+    Checksum {
+        /// The recorded checksum.
+        recorded: String,
+        /// The checksum of the bytes read.
+        actual: String,
+    },
     /// An output path that cannot take a file ([`check_output`]).
     #[error("{}: {reason}", path.display())]
     Output {
@@ -95,6 +121,30 @@ impl<'a> TensorFile<'a> {
     /// `__metadata__` (empty if absent).
     pub fn metadata(&self) -> &HashMap<String, String> {
         &self.metadata
+    }
+
+    /// Checks the tensors' bytes against the checksum their writer recorded
+    /// ([`CHECKSUM_KEY`]); a file without one (another writer's) passes.
+    /// Readers call it once the structure has been checked, so a file edited
+    /// by hand still gets the error that names what is wrong with it.
+    pub fn verify_checksum(&self) -> Result<(), FileError> {
+        let Some(recorded) = self.metadata.get(CHECKSUM_KEY) else {
+            return Ok(());
+        };
+        let tensors = self.file.tensors();
+        let actual = checksum(
+            tensors
+                .iter()
+                .map(|(name, view)| (name.as_str(), view.data())),
+        );
+        if &actual == recorded {
+            Ok(())
+        } else {
+            Err(FileError::Checksum {
+                recorded: recorded.clone(),
+                actual,
+            })
+        }
     }
 
     /// The tensor names, in file order.
@@ -196,7 +246,57 @@ pub fn serialize(
             Ok((t.name.as_str(), view))
         })
         .collect::<Result<Vec<_>, SafeTensorError>>()?;
+    let mut metadata = metadata;
+    metadata.insert(
+        CHECKSUM_KEY.into(),
+        checksum(tensors.iter().map(|t| (t.name.as_str(), &t.data[..]))),
+    );
     Ok(safetensors::serialize(views, Some(metadata))?)
+}
+
+/// The `__metadata__` entry in which [`serialize`] records a checksum of
+/// the tensors' bytes, so that a reader can tell a file torn by a writer
+/// (half one version, half another, issue 32 item 8) from a valid one:
+/// [`TensorFile::verify_checksum`].
+pub const CHECKSUM_KEY: &str = "kda_checksum";
+
+/// `mix64:` and 16 hex digits: a 64-bit hash of each tensor's name, length
+/// and bytes, in name order. Not cryptographic: any single changed word
+/// changes it, and a tear is caught but for a 2^-64 chance.
+fn checksum<'a>(tensors: impl Iterator<Item = (&'a str, &'a [u8])>) -> String {
+    let mut tensors: Vec<(&str, &[u8])> = tensors.collect();
+    tensors.sort_by_key(|t| t.0);
+    let mut h = Mix64(0x6b64_612d_6361_7365);
+    for (name, data) in tensors {
+        h.bytes(name.as_bytes());
+        h.word(data.len() as u64);
+        h.bytes(data);
+    }
+    format!("mix64:{:016x}", h.0)
+}
+
+/// A word-at-a-time mixing hash: each step (xor, multiply by an odd
+/// constant, rotate) is a bijection of the state, so no single changed
+/// word leaves it unchanged.
+struct Mix64(u64);
+
+impl Mix64 {
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0 ^ w)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.word(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        self.word(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
+    }
 }
 
 /// The bytes of the file at `path`.
@@ -210,8 +310,21 @@ pub fn read(path: &Path) -> Result<Vec<u8>, FileError> {
 /// The bytes of the file at `path`, refused without reading when it is
 /// larger than `limit` (a regular file's length is known up front; a pipe or
 /// device is read at most one byte past the limit), so a huge or endless file
-/// fails with a message instead of exhausting memory.
+/// fails with a message instead of exhausting memory. A regular file that
+/// changes while it is read ([`FileError::Changed`]: its length, times or
+/// contents differ between the start and the end of the read, or the path
+/// names another file by then) is refused rather than returned torn.
 pub fn read_limited(path: &Path, limit: &CaseLimit) -> Result<Vec<u8>, FileError> {
+    read_observed(path, limit, &mut || {})
+}
+
+/// [`read_limited`], calling `midway` after the first half of the bytes
+/// (tests change the file there).
+fn read_observed(
+    path: &Path,
+    limit: &CaseLimit,
+    midway: &mut dyn FnMut(),
+) -> Result<Vec<u8>, FileError> {
     let io = |source| FileError::Io {
         path: path.to_owned(),
         source,
@@ -224,44 +337,68 @@ pub fn read_limited(path: &Path, limit: &CaseLimit) -> Result<Vec<u8>, FileError
                 limit,
             })
     };
-    let file = File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+    let mut file = File::open(path).map_err(io)?;
+    let before = file.metadata().map_err(io)?;
+    let len = before.len();
     too_large(len)?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(limit.bytes.saturating_add(1))
+    let half = len / 2;
+    (&mut file).take(half).read_to_end(&mut bytes).map_err(io)?;
+    midway();
+    (&mut file)
+        .take(
+            limit
+                .bytes
+                .saturating_add(1)
+                .saturating_sub(bytes.len() as u64),
+        )
         .read_to_end(&mut bytes)
         .map_err(io)?;
     too_large(bytes.len() as u64)?;
+    if before.is_file() && changed(path, &file, &before, &bytes).map_err(io)? {
+        return Err(FileError::Changed {
+            path: path.to_owned(),
+        });
+    }
     Ok(bytes)
 }
 
-/// Checks, before any work, that a file can be written at `path`: it is not
-/// a folder, its folder exists, and a temporary file can be created there
-/// (the same step [`write_atomic`] takes), so a long run does not fail at its
-/// end. The probe is removed.
-pub fn check_output(path: &Path) -> Result<(), FileError> {
-    let refuse = |reason: String| FileError::Output {
-        path: path.to_owned(),
-        reason,
-    };
-    if path.file_name().is_none() {
-        return Err(refuse("names no file".into()));
+/// Whether the regular file `file` (opened at `path`, `before` its metadata
+/// at the start) changed while `bytes` were read from it: another length or
+/// change time now, `path` naming another file, or a second read of the
+/// same bytes differing (a writer within the file system's time
+/// granularity leaves the times as they were).
+fn changed(path: &Path, file: &File, before: &fs::Metadata, bytes: &[u8]) -> std::io::Result<bool> {
+    let after = file.metadata()?;
+    let stamp = |m: &fs::Metadata| (m.len(), m.modified().ok());
+    if bytes.len() as u64 != before.len() || stamp(&after) != stamp(before) {
+        return Ok(true);
     }
-    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        return Err(refuse("is a folder".into()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{FileExt as _, MetadataExt as _};
+        if before.ctime() != after.ctime() || before.ctime_nsec() != after.ctime_nsec() {
+            return Ok(true);
+        }
+        // Replaced by a rename: the bytes are whole, but of the old file.
+        match fs::metadata(path) {
+            Ok(now) if (now.dev(), now.ino()) == (before.dev(), before.ino()) => {}
+            _ => return Ok(true),
+        }
+        let mut again = vec![0u8; bytes.len().min(1 << 20)];
+        let mut offset = 0usize;
+        while offset < bytes.len() {
+            let n = again.len().min(bytes.len() - offset);
+            file.read_exact_at(&mut again[..n], offset as u64)?;
+            if again[..n] != bytes[offset..offset + n] {
+                return Ok(true);
+            }
+            offset += n;
+        }
     }
-    let folder = folder_of(path);
-    match fs::metadata(folder) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(refuse(format!("{} is not a folder", folder.display()))),
-        Err(e) => return Err(refuse(format!("its folder {}: {e}", folder.display()))),
-    }
-    let probe = temporary_beside(path);
-    File::create_new(&probe)
-        .map_err(|e| refuse(format!("cannot create a file in {}: {e}", folder.display())))?;
-    // Best effort: an unremovable probe is harmless (hidden, `.tmp`).
-    let _ = fs::remove_file(&probe);
-    Ok(())
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(false)
 }
 
 /// Whether `a` and `b` name the same existing file: the same path, another
@@ -282,86 +419,6 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
         let _ = (ma, mb);
         matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
     }
-}
-
-/// The folder a file at `path` goes in (`.` for a bare name).
-fn folder_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// A fresh hidden temporary name beside `path`: `DIR/.NAME.PID-N.tmp`.
-fn temporary_beside(path: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
-/// Writes `bytes` to `path` atomically: into a fresh temporary file in the
-/// same folder, synced to disk, then renamed over `path` (and the folder
-/// synced), so readers see the old file or the whole new one, never a part.
-/// The temporary file is removed if anything fails. This is the one writer
-/// of every file the tools write (case files, results, PTX, bench JSON,
-/// tuned tables).
-///
-/// ```
-/// use kda_host::case::{read, write_atomic};
-///
-/// let dir = std::env::temp_dir().join(format!("kda-host-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir)?;
-/// let path = dir.join("case.safetensors");
-/// write_atomic(&path, b"first")?;
-/// write_atomic(&path, b"second")?;
-/// assert_eq!(read(&path)?, b"second");
-/// // Nothing but the file itself is left in the folder.
-/// assert_eq!(std::fs::read_dir(&dir)?.count(), 1);
-/// std::fs::remove_dir_all(&dir)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| FileError::Io { path, source }
-    };
-    let temp = temporary_beside(path);
-    let written = File::create_new(&temp)
-        .and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.sync_all()
-        })
-        .map_err(io(&temp))
-        .and_then(|()| fs::rename(&temp, path).map_err(io(path)));
-    if let Err(e) = written {
-        // Best effort: the error that matters is the one above.
-        let _ = fs::remove_file(&temp);
-        return Err(e);
-    }
-    sync_folder(path)
-}
-
-/// Makes the rename durable (Unix: fsync the folder); a no-op elsewhere.
-fn sync_folder(path: &Path) -> Result<(), FileError> {
-    #[cfg(unix)]
-    {
-        let folder = folder_of(path);
-        File::open(folder)
-            .and_then(|f| f.sync_all())
-            .map_err(|source| FileError::Io {
-                path: folder.to_owned(),
-                source,
-            })?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
 }
 
 /// Returns `__metadata__` (empty if absent) once the header parses and every
@@ -485,6 +542,26 @@ mod tests {
         assert!(err.to_string().contains("8-byte header length"), "{err}");
     }
 
+    /// Issue 32 item 8: a file torn by a writer (one tensor's bytes from
+    /// another version) that no longer changes while it is read is caught by
+    /// its checksum.
+    #[test]
+    fn a_torn_file_fails_its_checksum() {
+        let bytes = file();
+        let f = TensorFile::parse(&bytes).unwrap();
+        assert!(f.metadata()[CHECKSUM_KEY].starts_with("mix64:"));
+        f.verify_checksum().unwrap();
+        // The last byte is tensor data: flip it.
+        let mut torn = bytes.clone();
+        *torn.last_mut().unwrap() ^= 1;
+        let e = TensorFile::parse(&torn)
+            .unwrap()
+            .verify_checksum()
+            .unwrap_err();
+        assert!(matches!(e, FileError::Checksum { .. }), "{e}");
+        assert!(e.to_string().contains("changed while it was read"), "{e}");
+    }
+
     #[test]
     fn short_data_is_rejected_when_serialising() {
         let bad = NamedTensor::f32("x", &[3], &[1.0, 2.0]);
@@ -498,12 +575,18 @@ mod tests {
     fn a_failed_atomic_write_leaves_nothing_behind() {
         let dir = std::env::temp_dir().join(format!("kda-host-atomic-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        // The target is a folder: the rename fails, and the temporary goes.
+        // The folder is gone: creating the temporary fails, nothing stays.
+        let target = dir.join("gone/taken");
+        assert!(matches!(
+            write_atomic(&target, b"x"),
+            Err(FileError::Io { .. })
+        ));
+        // The target is a folder: refused before a temporary is made.
         let target = dir.join("taken");
         fs::create_dir_all(target.join("inner")).unwrap();
         assert!(matches!(
             write_atomic(&target, b"x"),
-            Err(FileError::Io { .. })
+            Err(FileError::Output { .. })
         ));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         fs::remove_dir_all(&dir).unwrap();
@@ -526,6 +609,59 @@ mod tests {
         assert!(e.to_string().contains("is a folder"), "{e}");
         // The probe leaves nothing behind.
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 32 item 8: a case file rewritten in place or replaced while it
+    /// is read was returned torn (half old, half new) and reported as a
+    /// kernel mismatch; now the read fails, saying the file changed.
+    #[test]
+    fn a_file_changed_while_read_is_refused() {
+        let dir = scratch("changed");
+        let path = dir.join("case");
+        let limit = CaseLimit {
+            bytes: 1 << 20,
+            basis: "a test".into(),
+        };
+        let old = vec![1u8; 4096];
+        fs::write(&path, &old).unwrap();
+        assert_eq!(read_observed(&path, &limit, &mut || {}).unwrap(), old);
+        // Rewritten in place, same length (what a non-atomic writer does).
+        let e = read_observed(&path, &limit, &mut || {
+            fs::write(&path, vec![2u8; 4096]).unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        assert!(e.to_string().contains("changed while it was read"), "{e}");
+        // Only the second half changed, with the old times put back (a
+        // writer within the time granularity): the second read sees it.
+        fs::write(&path, &old).unwrap();
+        let e = read_observed(&path, &limit, &mut || {
+            let times = fs::metadata(&path).unwrap().modified().unwrap();
+            let mut f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+            std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(4000)).unwrap();
+            std::io::Write::write_all(&mut f, &[9u8; 96]).unwrap();
+            f.set_modified(times).unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        // Replaced by a rename: the bytes are of a file no longer there.
+        fs::write(&path, &old).unwrap();
+        let e = read_observed(&path, &limit, &mut || {
+            let other = dir.join("other");
+            fs::write(&other, vec![3u8; 4096]).unwrap();
+            fs::rename(&other, &path).unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
+        // Grown past what was read.
+        fs::write(&path, &old).unwrap();
+        let e = read_observed(&path, &limit, &mut || {
+            let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+            std::io::Write::write_all(&mut f, b"more").unwrap();
+        })
+        .unwrap_err();
+        assert!(matches!(e, FileError::Changed { .. }), "{e}");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -17,6 +17,7 @@ pub mod case;
 pub mod compare;
 pub mod generator;
 pub mod kernel;
+pub mod output;
 pub mod probe;
 pub mod reference;
 pub mod round;

@@ -85,13 +85,40 @@ fn bind_named<'a, D: Device>(
 /// `kernel` specialised on the strides of `tensors` (its tensor arguments
 /// by parameter name): strides become PTX constants, extents stay symbols.
 pub fn specialize(
-    mut kernel: Kernel,
+    kernel: Kernel,
     tensors: &[(&'static str, &HostTensor)],
+    scalars: &[(&'static str, ScalarArg)],
+) -> Result<Kernel, RuntimeError> {
+    let layouts: Vec<_> = tensors
+        .iter()
+        .map(|&(name, t)| (name, t.dtype(), tensor_shape(t)))
+        .collect();
+    specialize_layouts(kernel, &layouts, scalars)
+}
+
+/// [`specialize`] from each tensor's dtype, extents and strides alone (no
+/// storage), so that the kernel for a configuration too large to hold in
+/// memory can still be built and printed (issue 32 item 3).
+pub fn specialize_layouts(
+    mut kernel: Kernel,
+    tensors: &[(&'static str, DType, TensorShape)],
     scalars: &[(&'static str, ScalarArg)],
 ) -> Result<Kernel, RuntimeError> {
     // Binding checks names, dtypes and shapes, not memory: empty stand-ins.
     let none: Vec<SimBuffer> = tensors.iter().map(|_| SimBuffer::zeroed(0)).collect();
-    let syms = bind_named::<SimDevice>(&kernel, tensors, &none, scalars)?.syms;
+    let erased: Vec<(&str, Option<ErasedArg<'_, SimDevice>>)> = tensors
+        .iter()
+        .zip(&none)
+        .map(|((name, dtype, shape), buf)| {
+            let arg = ErasedArg {
+                buf,
+                dtype: scalar(*dtype),
+                shape: shape.clone(),
+            };
+            (*name, Some(arg))
+        })
+        .collect();
+    let syms = typed::bind::<SimDevice>(&kernel, &erased, scalars)?.syms;
     kernel.specialize_strides(&syms);
     Ok(kernel)
 }

@@ -6,10 +6,27 @@
 //! (what `scripts/provision-ptxas.sh` installs from the pinned
 //! `nvidia-cuda-nvcc-cu12` wheel); `ptxas` on `PATH`.
 
-use std::io;
+use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The most bytes read from ptxas's stdout or stderr; a report is a few
+/// KiB (`-v` with a long rejection log a few MiB at most).
+pub const MAX_LOG_BYTES: usize = 16 << 20;
+
+/// How long one ptxas run may take: `$KDA_PTXAS_TIMEOUT` seconds, else 300
+/// (the largest kernels assemble in a few seconds).
+pub fn timeout() -> Duration {
+    let seconds = std::env::var("KDA_PTXAS_TIMEOUT")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(300);
+    Duration::from_secs(seconds)
+}
 
 /// What `ptxas -v` reports for the (one) entry of a module.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,7 +50,7 @@ pub struct PtxasReport {
 impl PtxasReport {
     /// Bytes spilled, stores and loads together; 0 is what the tests require.
     pub fn spills(&self) -> u32 {
-        self.spill_stores + self.spill_loads
+        self.spill_stores.saturating_add(self.spill_loads)
     }
 }
 
@@ -65,6 +82,26 @@ pub enum PtxasError {
     Report {
         /// The whole `-v` log.
         log: String,
+    },
+    /// ptxas ran past its time limit ([`timeout`]) and was killed.
+    #[error(
+        "{path} did not finish within {seconds} s and was killed (set KDA_PTXAS_TIMEOUT to \
+         allow longer)"
+    )]
+    Timeout {
+        /// The ptxas run.
+        path: PathBuf,
+        /// The limit.
+        seconds: u64,
+    },
+    /// ptxas wrote more than [`MAX_LOG_BYTES`] to stdout or stderr (no real
+    /// report is near that) and was killed.
+    #[error("{path} wrote more than {limit} bytes of output and was killed")]
+    OutputTooLarge {
+        /// The ptxas run.
+        path: PathBuf,
+        /// The limit.
+        limit: usize,
     },
     /// From [`check_no_spills`]: it assembled, but spills.
     #[error("{} B spill stores, {} B spill loads:\n{}", .0.spill_stores, .0.spill_loads, .0.log)]
@@ -143,25 +180,135 @@ pub fn assemble(ptx: &str) -> Result<PtxasReport, PtxasError> {
         move |source| PtxasError::Io { path, source }
     };
     std::fs::write(&src, ptx).map_err(io_err(&src))?;
-    let run = Command::new(&ptxas)
+    let mut command = Command::new(&ptxas);
+    command
         .arg("-arch=sm_90a")
         .arg("-v")
         .arg(&src)
         .arg("-o")
-        .arg(&out)
-        .output()
-        .map_err(io_err(&ptxas));
+        .arg(&out);
+    let run = run_bounded(&mut command, &ptxas, timeout(), MAX_LOG_BYTES);
     let _ = std::fs::remove_file(&src);
     let _ = std::fs::remove_file(&out);
     let run = run?;
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
-    if !run.status.success() {
+    if !run.success {
         return Err(PtxasError::Rejected {
             stderr: with_context(&stderr, ptx),
         });
     }
     parse_report(format!("{stdout}{stderr}"))
+}
+
+/// What a bounded run printed, and whether it succeeded.
+struct Ran {
+    success: bool,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Runs `command` (no stdin), reading at most `limit` bytes of each output
+/// stream; kills it when it runs past `time` or writes more (issue 32 item
+/// 7: `info` trusted ptxas with no timeout or size bound).
+fn run_bounded(
+    command: &mut Command,
+    path: &Path,
+    time: Duration,
+    limit: usize,
+) -> Result<Ran, PtxasError> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| PtxasError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    let too_much = Arc::new(AtomicBool::new(false));
+    let reader = |pipe: Option<Box<dyn io::Read + Send>>| {
+        let too_much = Arc::clone(&too_much);
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(pipe) = pipe {
+                let _ = pipe.take(limit as u64 + 1).read_to_end(&mut bytes);
+            }
+            if bytes.len() > limit {
+                too_much.store(true, Ordering::Relaxed);
+                bytes.truncate(limit);
+            }
+            bytes
+        })
+    };
+    let out = reader(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = reader(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + time;
+    let status = loop {
+        if too_much.load(Ordering::Relaxed) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(PtxasError::OutputTooLarge {
+                path: path.to_owned(),
+                limit,
+            });
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                // The readers are left: a child of ptxas may hold the pipes.
+                return Err(PtxasError::Timeout {
+                    path: path.to_owned(),
+                    seconds: time.as_secs(),
+                });
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(source) => {
+                return Err(PtxasError::Io {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        }
+    };
+    // Exited: the pipes close unless a child of its own still holds them,
+    // so wait for the readers only as long as the time left.
+    let mut readers = [Some(out), Some(err)];
+    let mut got: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+    loop {
+        for (slot, bytes) in readers.iter_mut().zip(got.iter_mut()) {
+            if slot.as_ref().is_some_and(|h| h.is_finished()) {
+                *bytes = slot
+                    .take()
+                    .map(|h| h.join().unwrap_or_default())
+                    .unwrap_or_default();
+            }
+        }
+        if readers.iter().all(Option::is_none) {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(PtxasError::Timeout {
+                path: path.to_owned(),
+                seconds: time.as_secs(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if too_much.load(Ordering::Relaxed) {
+        return Err(PtxasError::OutputTooLarge {
+            path: path.to_owned(),
+            limit,
+        });
+    }
+    let [stdout, stderr] = got;
+    Ok(Ran {
+        success: status.success(),
+        stdout,
+        stderr,
+    })
 }
 
 /// ptxas errors name PTX lines (`a.ptx, line 42; error ...`): quote them.
@@ -232,6 +379,55 @@ mod tests {
             ),
             (40, 8, 4, 12, 256, 2)
         );
+    }
+
+    /// Issue 32 item 7: a ptxas that hangs or floods its output is killed
+    /// with an error naming the limit, instead of hanging `info` or filling
+    /// memory.
+    #[cfg(unix)]
+    #[test]
+    fn a_hung_or_flooding_ptxas_is_killed() {
+        let sh = Path::new("/bin/sh");
+        let start = Instant::now();
+        let e = run_bounded(
+            Command::new(sh).args(["-c", "exec sleep 30"]),
+            sh,
+            Duration::from_millis(300),
+            1 << 20,
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(e, PtxasError::Timeout { .. }), "{e}");
+        assert!(e.to_string().contains("KDA_PTXAS_TIMEOUT"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let e = run_bounded(
+            Command::new(sh).args(["-c", "exec yes"]),
+            sh,
+            Duration::from_secs(60),
+            1 << 20,
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(e, PtxasError::OutputTooLarge { .. }), "{e}");
+        let ran = run_bounded(
+            Command::new(sh).args(["-c", "echo out; echo err >&2; exit 3"]),
+            sh,
+            Duration::from_secs(60),
+            1 << 20,
+        )
+        .unwrap();
+        assert!(!ran.success);
+        assert_eq!(
+            (&ran.stdout[..], &ran.stderr[..]),
+            (&b"out\n"[..], &b"err\n"[..])
+        );
+        // Absurd counts saturate instead of overflowing.
+        let r = PtxasReport {
+            spill_stores: u32::MAX,
+            spill_loads: 1,
+            ..PtxasReport::default()
+        };
+        assert_eq!(r.spills(), u32::MAX);
     }
 
     #[test]

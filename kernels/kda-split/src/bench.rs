@@ -92,6 +92,10 @@ pub fn open_gpu(command: &str) -> Result<CudaDevice, RuntimeError> {
 /// `kda-split bench`.
 pub fn main(opts: &Options) -> Result<(), BenchError> {
     if opts.sim {
+        let ignored = opts.flags_ignored_by_sim();
+        if !ignored.is_empty() {
+            return Err(BenchError::SimFlags(ignored));
+        }
         return sim::sanity();
     }
     let dev = open_gpu("bench")?;

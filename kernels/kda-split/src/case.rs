@@ -178,6 +178,10 @@ pub enum CaseError {
     Args(Vec<ArgError>),
     #[error("invalid safetensors data: {0}")]
     Safetensors(#[from] SafeTensorError),
+    /// The file changed while it was read (issue 32 item 8): an input
+    /// change, not a kernel mismatch.
+    #[error("{0}")]
+    Changed(String),
     /// The file, or the case asked for, is larger than a case may be here.
     #[error("{0}")]
     TooLarge(String),
@@ -207,6 +211,9 @@ impl From<FileError> for CaseError {
             FileError::Safetensors(e) => Self::Safetensors(e),
             e @ FileError::TooLarge { .. } => Self::TooLarge(e.to_string()),
             e @ FileError::Output { .. } => Self::Output(e.to_string()),
+            e @ (FileError::Changed { .. } | FileError::Checksum { .. }) => {
+                Self::Changed(e.to_string())
+            }
         }
     }
 }
@@ -428,6 +435,8 @@ impl Case {
                 conv_state,
             })
         };
+        // Last: a hand-edited file gets the error naming what is wrong.
+        file.verify_checksum()?;
         Ok(Self {
             meta,
             args,

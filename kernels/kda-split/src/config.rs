@@ -128,6 +128,10 @@ pub enum ConfigError {
     BalanceCluster,
     #[error("heads must be at least 1")]
     NoHeads,
+    #[error(
+        "heads must be at most {max} (the heads are the launch grid's y dimension); got {heads}"
+    )]
+    TooManyHeads { heads: u32, max: u32 },
     #[error("batch must be at least 1 (it counts requests)")]
     NoBatch,
     #[error("lanes must be a power of two dividing 32 (1, 2, 4, 8, 16, 32); got {lanes}")]
@@ -208,6 +212,12 @@ impl KdaConfig {
         // Implicit: the derived values below divide by these.
         if heads == 0 {
             return Err(ConfigError::NoHeads);
+        }
+        // Beyond the grid no launch is possible, and the kernel's extents
+        // (3 x heads x 128) would overflow its u32 counts (issue 32 item 3).
+        let max = kda_runtime::launch::MAX_GRID[1];
+        if heads > max {
+            return Err(ConfigError::TooManyHeads { heads, max });
         }
         if batch == 0 {
             return Err(ConfigError::NoBatch);

@@ -50,6 +50,14 @@ pub enum BenchError {
         group: usize,
         report: Box<Report>,
     },
+    /// `--sim` with flags it would ignore (issue 32 item 7).
+    #[error(
+        "--sim checks the benchmark's kernels on fixed small workloads and takes no other \
+         flag: {} would be ignored; drop {} or run without --sim (on a GPU)",
+        .0.join(", "),
+        if .0.len() == 1 { "it" } else { "them" }
+    )]
+    SimFlags(Vec<&'static str>),
     #[error("serializing the results: {0}")]
     Json(#[from] serde_json::Error),
     /// The output file cannot be written (checked before the work, or the

@@ -100,6 +100,35 @@ pub struct Options {
     pub trace: bool,
 }
 
+impl Options {
+    /// The flags given that `--sim` does not apply: it checks the kernels on
+    /// fixed small workloads (issue 32 item 7: `bench --sim --heads 64`
+    /// said "ok" for heads it never ran).
+    pub fn flags_ignored_by_sim(&self) -> Vec<&'static str> {
+        let s = &self.sweep;
+        [
+            ("--quick", s.quick),
+            ("--heads", s.heads.is_some()),
+            ("--batch", s.batch.is_some()),
+            ("--tokens", s.tokens.is_some()),
+            ("--schedule", !s.schedules.is_empty()),
+            ("--budget-ms", s.budget_ms.is_some()),
+            ("--min-steps", s.min_steps.is_some()),
+            ("--seed", s.seed != 1),
+            ("--check", s.check),
+            ("--check-mib", s.check_mib.is_some()),
+            ("--full", self.full),
+            ("--json", self.json.is_some()),
+            ("--copy-mib", self.copy_mib.is_some()),
+            ("--no-same-bytes-copy", self.no_same_bytes_copy),
+            ("--trace", self.trace),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
+}
+
 /// Every `(heads, batch, tokens)` of the lists: heads, then tokens, then batch.
 pub fn product(heads: &[u32], batch: &[u32], tokens: &[u32]) -> Vec<Point> {
     let mut points = Vec::new();

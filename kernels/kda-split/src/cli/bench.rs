@@ -10,6 +10,14 @@ pub use kda_split::bench::Options as BenchArgs;
 pub use kda_split::bench::autotune::Options as AutotuneArgs;
 
 pub fn bench(a: &BenchArgs) -> CliResult {
+    if a.sim {
+        let ignored = a.flags_ignored_by_sim();
+        if !ignored.is_empty() {
+            // A usage error (exit 2), not a device failure.
+            let e = kda_split::bench::BenchError::SimFlags(ignored);
+            return Err(Failure::usage(format!("bench: {e}")));
+        }
+    }
     kda_split::bench::main(a).map_err(|e| Failure::device(format!("bench: {e}")))
 }
 

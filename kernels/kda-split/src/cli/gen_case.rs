@@ -64,7 +64,7 @@ pub struct GenCaseArgs {
     /// The decay's lower bound (log-space).
     #[arg(long, default_value_t = -5.0, allow_negative_numbers = true)]
     pub lower_bound: f32,
-    /// RMSNorm epsilon.
+    /// RMSNorm epsilon (finite, at least 0).
     #[arg(long, default_value_t = 1e-5)]
     pub eps: f32,
     /// Summation order of the reference's raw gates: `exact` matches every
@@ -92,6 +92,15 @@ pub fn gen_case(a: &GenCaseArgs) -> CliResult {
         if !v.is_finite() {
             return Err(Failure::usage(format!("{name} must be finite; got {v}")));
         }
+    }
+    // RMSNorm adds eps to a mean of squares under a square root: a negative
+    // one gives NaN for small rows (issue 32 item 7: `--eps=-1` was written
+    // into the case file).
+    if a.eps < 0.0 {
+        return Err(Failure::usage(format!(
+            "--eps is RMSNorm's epsilon and must be at least 0; got {}",
+            a.eps
+        )));
     }
     let mut options = GenOptions::new(a.heads, a.batch as usize, a.tokens)
         .seed(a.seed)

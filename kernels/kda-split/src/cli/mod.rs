@@ -12,8 +12,9 @@
 //! | 3 | bad input: an unreadable, malformed or mismatched case file, or arguments that break the caller contract |
 //! | 4 | the device, the compiler, ptxas, the benchmark or the autotune failed (`bench` and `autotune` without a GPU too) |
 //!
-//! Output files are checked before the work and written atomically
-//! (`output`); sizes are checked against the case limit before anything is
+//! Output files are checked before the work and written by the one writer
+//! (`output`: regular files atomically, keeping mode and owner; devices,
+//! FIFOs and pipes written through; links followed); sizes are checked against the case limit before anything is
 //! allocated (`kda_split::generator::case_limit`).
 
 /// `println!` that ignores a closed standard output, so that
@@ -171,6 +172,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return bad_flags(&e),
     };
+    // Ctrl-C or SIGTERM during a write removes the half-written temporary
+    // file (issue 32 item 2); without it the signal still ends the run.
+    if let Err(e) = kda_host::output::remove_temporaries_on_signals() {
+        eprintln!("warning: temporary files will not be removed on a signal: {e}");
+    }
     let result = match cli.command {
         None => demo::demo(&cli.demo),
         Some(Command::Run(args)) => run::run(&args),

@@ -135,6 +135,9 @@ pub fn case_config(case: &Case, gate_mode: u32, schedule: &Schedule) -> Result<K
 pub fn read_case(path: &std::path::Path) -> Result<Case, Failure> {
     Case::read(path).map_err(|e| match e {
         CaseError::Io { .. } | CaseError::TooLarge(_) => Failure::input(e.to_string()),
+        CaseError::Changed(ref why) if why.starts_with(&path.display().to_string()) => {
+            Failure::input(e.to_string())
+        }
         _ => Failure::input(format!("{}: {e}", path.display())),
     })
 }
