@@ -9,7 +9,6 @@ use kda_ir::{Kernel, Scalar};
 
 use crate::args::KdaArgs;
 use crate::config::KdaConfig;
-use crate::generator::{GenOptions, generate};
 use crate::kernel::{self as k, Dtypes};
 use crate::validate::{ArgError as KdaError, validate_layout};
 
@@ -159,14 +158,25 @@ impl HostKernel for KdaSplitKernel {
 
     /// The configuration of `size` requests (default 1), shown on one
     /// request of contiguous tensors.
+    /// Layouts only (no case is built, so huge head counts cost nothing).
     fn example(&self, size: Option<u32>) -> Result<(KdaConfig, CallArgs), String> {
         let cfg = self.config_for(size.unwrap_or(1).max(1))?;
-        let layout = generate(
-            &GenOptions::new(cfg.heads, 1, cfg.tokens)
-                .num_slots(cfg.tokens as usize + 1)
-                .has_bias(self.has_bias),
-        );
-        Ok((cfg, self.call_args(&layout)))
+        let mut args = CallArgs::default();
+        let layouts = crate::run::contiguous_layouts(cfg.heads, cfg.tokens, false);
+        for p in self.params() {
+            if let Some((_, dtype, shape)) = layouts.iter().find(|(n, ..)| *n == p.name) {
+                let t = kda_host::kernel::ArgTensor {
+                    dtype: *dtype,
+                    shape: shape.shape.clone(),
+                    strides: shape.strides.clone(),
+                    data: None,
+                };
+                args.tensors.push((p.name, t));
+            } else if p.is_scalar() {
+                args.scalars.push((p.name, kda_runtime::ScalarArg::F32(1.0)));
+            }
+        }
+        Ok((cfg, args))
     }
 
     fn describe(cfg: &KdaConfig) -> Vec<(&'static str, String)> {
