@@ -393,3 +393,17 @@ pub fn example_args(
     }
     Ok(args)
 }
+
+/// The number of requests of a call, the extent 0 of `slots`, as a grid
+/// dimension: an error naming `slots` for none, or for more than a grid's
+/// y or z dimension holds (65,535).
+pub fn grid_requests(args: &CallArgs) -> Result<u32, String> {
+    const MAX: usize = 65_535;
+    match args.extent("slots", 0) {
+        0 => Err("slots: a batch of 0 requests; pass at least one row".into()),
+        b if b > MAX => Err(format!(
+            "slots: {b} requests; one launch holds at most {MAX} (split the batch)"
+        )),
+        b => Ok(b as u32),
+    }
+}

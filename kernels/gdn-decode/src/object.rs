@@ -124,8 +124,7 @@ impl HostKernel for GdnKernel {
     }
 
     fn grid(l: &GdnLaunch, args: &CallArgs) -> Result<[u32; 3], String> {
-        let b = u32::try_from(args.extent("slots", 0))
-            .map_err(|_| "slots: more requests than a launch grid holds".to_string())?;
+        let b = kernel::grid_requests(args)?;
         Ok([l.cfg.num_v_heads, b, 1])
     }
 

@@ -138,8 +138,7 @@ impl HostKernel for KdaSplitKernel {
     }
 
     fn grid(cfg: &KdaConfig, args: &CallArgs) -> Result<[u32; 3], String> {
-        let b = u32::try_from(args.extent("slots", 0))
-            .map_err(|_| "slots: more requests than a launch grid holds".to_string())?;
+        let b = kernel::grid_requests(args)?;
         Ok([cfg.cluster(), cfg.heads, b])
     }
 
