@@ -72,7 +72,9 @@ impl Entry {
                         if *stored { "stored" } else { "not stored" }
                     ),
                     kda_runtime::cuda::CacheOutcome::Disabled(why) => {
-                        format!("JIT-loaded by the driver, whose compute cache serves repeats ({why})")
+                        format!(
+                            "JIT-loaded by the driver, whose compute cache serves repeats ({why})"
+                        )
                     }
                 };
                 Some((how, m.load_time().as_secs_f64() * 1e3))

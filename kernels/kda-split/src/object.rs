@@ -172,7 +172,8 @@ impl HostKernel for KdaSplitKernel {
                 };
                 args.tensors.push((p.name, t));
             } else if p.is_scalar() {
-                args.scalars.push((p.name, kda_runtime::ScalarArg::F32(1.0)));
+                args.scalars
+                    .push((p.name, kda_runtime::ScalarArg::F32(1.0)));
             }
         }
         Ok((cfg, args))
