@@ -48,6 +48,9 @@ venv=.venv-py
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin==1.16.0
 rm -rf target/wheels-stage
 "$venv/bin/python" -m maturin build --release --locked --quiet -m kda-python/Cargo.toml --out target/wheels-stage
+echo "== building the template's wheel (templates/hgrn2-decode, its own workspace)"
+CARGO_TARGET_DIR="$root/target" "$venv/bin/python" -m maturin build --release --locked --quiet \
+    -m templates/hgrn2-decode/python/Cargo.toml --out target/wheels-stage
 
 rm -rf "$stage"
 mkdir -p "$stage/tests" "$stage/bench" "$stage/bin"
@@ -76,7 +79,12 @@ cp target/wheels-stage/kda-*.whl "$stage/python/"
 cp -r kda-python/tests kda-python/bench "$stage/python/"
 cp docs/python.md "$stage/python/python.md"  # its examples run in tests/test_docs.py
 cp scripts/python-venv-docs.sh "$stage/python/venv-docs.sh"
-find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
+# The template: its wheel, its Python tests and reference (fla comparison,
+# torch.compile, timings).
+mkdir -p "$stage/template"
+mv target/wheels-stage/hgrn2_decode-*.whl "$stage/template/"
+cp -r templates/hgrn2-decode/python/tests templates/hgrn2-decode/reference.py "$stage/template/"
+find "$stage/python" "$stage/template" -name __pycache__ -prune -exec rm -rf {} +
 # fla (ops only: fla-core, pure Python over triton) and einops, for the
 # agreement test and the benchmark; the GPU machine has no network. Pinned to
 # the fla release the issue's figures were measured with. Skipped offline.
@@ -258,6 +266,10 @@ if python3 -c "import torch, pytest" >/dev/null 2>&1; then
     # the wheel pip-installed, the docs' examples (python/venv-docs.sh).
     step "python-venv-docs" bash "$here/python/venv-docs.sh" "${TMPDIR:-/tmp}/kda-python-venv" "$here/python"
     step "python-bench" env PYTHONPATH="$pydir" python3 "$here/python/bench/bench_kda.py" ${KDA_PY_BENCH_ARGS:-}
+    # The template (a kernel crate outside the workspace, on kda-bind): its
+    # simulator and GPU tests, fla compared and timed, torch.compile.
+    step "template-install" python3 -m pip install --no-deps --no-index --target "$pydir" "$here"/template/hgrn2_decode-*.whl
+    step "template-tests" env PYTHONPATH="$pydir" python3 -m pytest -q -s -rs -p no:cacheprovider "$here/template/tests"
 else
     echo "== python"
     record "python" "skipped (python3 with torch and pytest not found)"

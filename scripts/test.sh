@@ -30,5 +30,8 @@ fi
 echo "== fuzz (case files and IR text, 60 s each, seeded; corpus and reproducers replayed)"
 bash scripts/fuzz.sh
 
+echo "== templates (each builds and tests on its own, as a copy outside the repo would)"
+bash templates/hgrn2-decode/ci.sh
+
 echo "== python (kda package: wheel built by maturin, pytest on the simulator)"
 bash scripts/test-python.sh

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod case;
 pub mod compare;
 pub mod generator;
+pub mod kernel;
 pub mod probe;
 pub mod reference;
 pub mod round;

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod builder;
+pub mod desc;
 pub mod entities;
 pub mod kernel;
 pub mod loc;

@@ -53,6 +53,17 @@ pub struct Param {
     pub kind: ParamKind,
 }
 
+impl Param {
+    /// The name in the kernel's ABI: `#[name = ".."]` where given, else
+    /// the identifier.
+    pub fn abi_name(&self) -> String {
+        match &self.kind {
+            ParamKind::Tensor(TensorParam { name: Some(n), .. }) => n.value(),
+            _ => self.ident.to_string(),
+        }
+    }
+}
+
 // Nodes live for one expansion; their sizes do not matter.
 #[allow(clippy::large_enum_variant)]
 pub enum ParamKind {
@@ -70,6 +81,9 @@ pub struct TensorParam {
     pub align: Option<Expr>,
     /// Declared only when this comptime condition holds (`Option<Tensor>` in the body).
     pub when: Option<Expr>,
+    /// `#[name = ".."]`: its name in the kernel's ABI, where it differs
+    /// from the Rust identifier.
+    pub name: Option<syn::LitStr>,
     /// Scheduler hints with their comptime conditions: `#[evict_first(c)]`
     /// (every global access of the tensor is L2 evict-first when `c` holds),
     /// `#[stage_through_shared(c)]` (its ready data goes through shared
@@ -297,6 +311,12 @@ impl Kernel {
                             cx.error_spanned_by(
                                 a,
                                 "`#[align]` applies to tensors, not a comptime parameter",
+                            );
+                        }
+                        if let Some(n) = &attrs.name {
+                            cx.error_spanned_by(
+                                n,
+                                "`#[name]` applies to tensors, not a comptime parameter",
                             );
                         }
                         if let Some((s, _)) = &attrs.strides {
@@ -527,6 +547,7 @@ fn parse_param(
                 produced: attrs.produced.is_some(),
                 align: attrs.align,
                 when: attrs.when,
+                name: attrs.name,
                 hints: attrs
                     .hints
                     .into_iter()
@@ -567,6 +588,12 @@ fn parse_param(
     }
     if let Some(a) = &attrs.align {
         cx.error_spanned_by(a, "`#[align]` applies to tensors");
+    }
+    if let Some(n) = &attrs.name {
+        cx.error_spanned_by(
+            n,
+            "`#[name]` applies to tensors (a scalar's name is its identifier)",
+        );
     }
     if let Some((s, _)) = &attrs.strides {
         cx.error_at(*s, "`#[strides]` applies to tensors");

@@ -173,6 +173,10 @@ pub struct ParamAttrs {
     pub strides: Option<(Span, Vec<Expr>)>,
     /// `#[when(cond)]`: the tensor is a parameter only when `cond` (comptime) holds.
     pub when: Option<Expr>,
+    /// `#[name = "abi_name"]`: the parameter's name in the kernel's ABI
+    /// (IR, PTX, typed launch, descriptor) where the Rust identifier must
+    /// differ, e.g. two `#[when]` forms of one argument with different ranks.
+    pub name: Option<syn::LitStr>,
     /// Scheduler hints on a tensor (`#[evict_first]`,
     /// `#[stage_through_shared(cond)]`, `#[store_through_shared(cond)]`, see
     /// [`TENSOR_HINTS`]): the hint, the
@@ -212,6 +216,33 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                 Err(_) => {
                     cx.error_spanned_by(attr, "expected `#[align(<bytes>)]`, e.g. `#[align(16)]`")
                 }
+            }
+        } else if path == NAME {
+            let lit = match &attr.meta {
+                Meta::NameValue(nv) => match &nv.value {
+                    Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) => Some(s.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match lit {
+                Some(s) if syn::parse_str::<syn::Ident>(&s.value()).is_ok() => {
+                    if out.name.is_some() {
+                        cx.error_spanned_by(attr, "duplicate attribute");
+                    }
+                    out.name = Some(s);
+                }
+                Some(s) => cx.error_spanned_by(
+                    &s,
+                    "`#[name = \"..\"]` takes an identifier: the argument's name in the kernel's ABI",
+                ),
+                None => cx.error_spanned_by(
+                    attr,
+                    "expected `#[name = \"<identifier>\"]`, e.g. `#[name = \"slots\"]`",
+                ),
             }
         } else if path == WHEN {
             match attr.parse_args::<Expr>() {
@@ -255,7 +286,7 @@ pub fn param(cx: &Ctxt, attrs: &[Attribute]) -> ParamAttrs {
                 path,
                 format!(
                     "unknown parameter attribute `#[{}]`; expected `#[comptime]`, `#[produced]`, `#[ready]`, \
-                     `#[align(..)]`, `#[strides(..)]`, `#[when(..)]`, `#[evict_first(..)]`, \
+                     `#[align(..)]`, `#[strides(..)]`, `#[when(..)]`, `#[name = \"..\"]`, `#[evict_first(..)]`, \
                      `#[stage_through_shared(..)]` or `#[store_through_shared(..)]`",
                     quote::ToTokens::to_token_stream(path).to_string().replace(' ', "")
                 ),

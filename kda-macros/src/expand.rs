@@ -211,7 +211,7 @@ fn expand(k: Kernel) -> TokenStream {
     for p in &params {
         let id = &p.ident;
         let span = id.span();
-        let pname = id.to_string();
+        let pname = p.abi_name();
         let rt = rt(span);
         match &p.kind {
             ParamKind::Tensor(t) => {
@@ -297,7 +297,7 @@ fn expand(k: Kernel) -> TokenStream {
         }
     }
 
-    let launch_module = crate::launch::module(&vis, &ident, &generics, &params);
+    let launch_module = crate::launch::module(&vis, &ident, &generics, &params, &comptime);
     let mut rw = Rewrite {
         nodes,
         decls: &decls,

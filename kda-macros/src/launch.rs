@@ -7,7 +7,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-use syn::{GenericParam, Generics, Ident, Visibility};
+use syn::{GenericParam, Generics, Ident, PatType, Visibility};
 
 use crate::ast::{DimSpec, Param, ParamKind};
 
@@ -28,6 +28,7 @@ pub fn module(
     ident: &Ident,
     generics: &Generics,
     params: &[Param],
+    comptime: &[PatType],
 ) -> TokenStream {
     if !params
         .iter()
@@ -68,7 +69,7 @@ pub fn module(
     let mut scalar_params = Vec::new();
     for p in params {
         let id = Ident::new(&p.ident.to_string(), call);
-        let name = p.ident.to_string();
+        let name = p.abi_name();
         match &p.kind {
             ParamKind::Tensor(t) => {
                 let elem = match t.elem.name.as_str() {
@@ -139,6 +140,7 @@ pub fn module(
             }
         }
     }
+    let descriptor = descriptor(generics, params, comptime);
     let doc = format!(
         "Typed launch of the kernel built by [`{ident}`](fn@{ident}): its parameters as named, typed fields."
     );
@@ -152,6 +154,8 @@ pub fn module(
         #[doc = #doc]
         #[allow(non_snake_case, dead_code)]
         #vis mod #ident {
+            #descriptor
+
             #[doc = #args_doc]
             pub struct Args<'a, #d: #rt::Device, #(#type_params: #rt::TensorType),*> {
                 #(#fields)*
@@ -201,5 +205,124 @@ pub fn module(
                 }
             }
         }
+    }
+}
+
+/// The element or scalar type `name` as a descriptor (`ElemDesc`).
+fn elem_desc(name: &str) -> TokenStream {
+    let d = quote!(::kda::ir::desc);
+    match kda_scalar(name) {
+        Some(v) => {
+            let v = format_ident!("{}", v);
+            quote!(#d::ElemDesc::Fixed(::kda::ir::Scalar::#v))
+        }
+        None => quote!(#d::ElemDesc::Generic(#name)),
+    }
+}
+
+fn kda_scalar(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "f32" => "F32",
+        "bf16" => "BF16",
+        "i32" => "I32",
+        "u32" => "U32",
+        "i64" => "I64",
+        "u64" => "U64",
+        _ => return None,
+    })
+}
+
+/// `PARAMS` (the signature's parameters, in order) and `params(..)` (one
+/// configuration's, `#[when]` conditions evaluated on the comptime
+/// arguments): the kernel's descriptor, which host code, validators and
+/// bindings read instead of restating the parameter list.
+fn descriptor(generics: &Generics, params: &[Param], comptime: &[PatType]) -> TokenStream {
+    let d = quote!(::kda::ir::desc);
+    let mut entries = Vec::new();
+    let mut pushes = Vec::new();
+    for (i, p) in params.iter().enumerate() {
+        let name = p.abi_name();
+        let (kind, when) = match &p.kind {
+            ParamKind::Tensor(t) => {
+                let elem = elem_desc(&t.elem.name);
+                let dims = dims_text(&t.dims);
+                let strides = match &t.strides {
+                    Some(s) => {
+                        let s = dims_text(s);
+                        quote!(::core::option::Option::Some(&[#(#s),*]))
+                    }
+                    None => quote!(::core::option::Option::None),
+                };
+                let produced = t.produced;
+                let align = match &t.align {
+                    Some(a) => {
+                        let a = quote!(#a).to_string().replace(' ', "");
+                        quote!(::core::option::Option::Some(#a))
+                    }
+                    None => quote!(::core::option::Option::None),
+                };
+                (
+                    quote!(#d::ParamKind::Tensor(#d::TensorDesc {
+                        elem: #elem,
+                        dims: &[#(#dims),*],
+                        strides: #strides,
+                        produced: #produced,
+                        align: #align,
+                    })),
+                    t.when.as_ref(),
+                )
+            }
+            ParamKind::Scalar(s, when) => {
+                let elem = elem_desc(&s.name);
+                (quote!(#d::ParamKind::Scalar(#elem)), when.as_ref())
+            }
+        };
+        let conditional = when.is_some();
+        entries.push(quote!(#d::ParamDesc { name: #name, kind: #kind, conditional: #conditional }));
+        pushes.push(match when {
+            Some(cond) => quote!(if #cond { v.push(PARAMS[#i]); }),
+            None => quote!(v.push(PARAMS[#i]);),
+        });
+    }
+    // `params(..)` takes the builder's comptime arguments; where their types
+    // name the kernel's type parameters it cannot be written outside the
+    // builder, and only `PARAMS` is emitted.
+    let generic_names: Vec<String> = generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            GenericParam::Type(t) => Some(t.ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    let mentions_generic = comptime.iter().any(|pt| {
+        let ty = &pt.ty;
+        quote!(#ty)
+            .into_iter()
+            .any(|tt| generic_names.iter().any(|g| tt.to_string() == *g))
+    });
+    let params_fn = if mentions_generic {
+        TokenStream::new()
+    } else {
+        quote! {
+            /// This configuration's parameters in signature order: [`PARAMS`]
+            /// without the `#[when]` parameters whose condition is false.
+            #[allow(unused_variables, clippy::needless_borrow)]
+            pub fn params(#(#comptime),*) -> ::std::vec::Vec<#d::ParamDesc> {
+                let mut v = ::std::vec::Vec::new();
+                #(#pushes)*
+                v
+            }
+        }
+    };
+    quote! {
+        #[allow(unused_imports)]
+        use super::*;
+
+        /// The kernel's parameters in signature order: its descriptor
+        /// (names, element types, extents and strides as written, `#[when]`).
+        pub const PARAMS: &[#d::ParamDesc] = &[#(#entries),*];
+
+        #params_fn
     }
 }

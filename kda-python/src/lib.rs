@@ -4,11 +4,8 @@
 //! simulator (NumPy arrays). See docs/python.md.
 
 mod classes;
-mod engine;
-mod families;
-mod gpu;
+
 mod testing;
-mod view;
 
 use pyo3::prelude::*;
 

@@ -100,7 +100,10 @@ def check_cached(k, same, other):
     requests, options = other
     args, _ = numpy_case(k, requests, run=False, **options)
     k(*args)
-    assert k.info()["cached_kernels"] == 2
+    info = k.info()
+    assert info["cached_kernels"] == 2
+    # The second kernel names the part of the key that changed.
+    assert "->" in info["recompile_reason"], info["recompile_reason"]
 
 
 def check_bad_configuration(cls, kwargs, words, named=True):

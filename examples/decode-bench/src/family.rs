@@ -36,7 +36,7 @@ pub trait Family {
     /// and of those with one row per request (`B`).
     fn row_tensors(&self) -> &'static [&'static str];
     fn request_tensors(&self) -> &'static [&'static str];
-    /// The parameter name of the slot table (`slots` or `slot_table`).
+    /// The parameter name of the slot table.
     fn slot_tensor(&self) -> &'static str;
     /// The scalar arguments.
     fn scalars(&self, args: &Self::Args) -> Vec<(&'static str, ScalarArg)>;
@@ -148,11 +148,7 @@ impl Family for Gdn {
     }
 
     fn slot_tensor(&self) -> &'static str {
-        if self.cfg.tokens == 1 {
-            "slots"
-        } else {
-            "slot_table"
-        }
+        "slots"
     }
 
     fn scalars(&self, args: &Self::Args) -> Vec<(&'static str, ScalarArg)> {
@@ -187,7 +183,7 @@ impl Family for Gdn {
             "beta" => &mut args.beta,
             "z" => &mut args.z,
             "output" => &mut args.output,
-            "slots" | "slot_table" => &mut args.slots,
+            "slots" => &mut args.slots,
             "state" => &mut args.state,
             "conv_state" => &mut args.conv_state,
             "accepted" => return args.accepted.as_mut(),

@@ -1,11 +1,10 @@
 //! `kda.KdaSplit`.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
-use pyo3::prelude::*;
+use kda_bind::pyo3::exceptions::{PyTypeError, PyValueError};
+use kda_bind::pyo3::prelude::*;
+use kda_split::{KdaSplitKernel, ScheduleChoice};
 
 use super::py_bool;
-use crate::engine::{Engine, Family};
-use crate::families::kda::{Kda, ScheduleChoice};
 
 fn schedule_choice(schedule: &Bound<'_, PyAny>) -> PyResult<ScheduleChoice> {
     if let Ok(s) = schedule.extract::<String>() {
@@ -27,13 +26,11 @@ fn schedule_choice(schedule: &Bound<'_, PyAny>) -> PyResult<ScheduleChoice> {
         })
 }
 
-family_class! {
-    /// KdaSplit, the fused KDA decode / spec-verify step (spec `KDA.md`).
-    KdaSplit(Kda),
-    call_doc = "Launch in place on the positional arguments of spec §1.1.",
-    ptx_doc = "The PTX of the kernel last launched, or (with `requests`) of the one\n\
-        for contiguous tensors of that many requests.",
-    {
+kda_bind::expose! {
+    /// KdaSplit, the fused Kimi Delta Attention decode / spec-verify step
+    /// (spec `KDA.md`): launch in place on the positional arguments of spec
+    /// §1.1.
+    KdaSplit(KdaSplitKernel), size = requests, check = check_slots, module = "kda._kda", {
         #[new]
         #[pyo3(signature = (heads, tokens = 1, gate_mode = 0, has_bias = true, schedule = None))]
         fn new(
@@ -47,41 +44,28 @@ family_class! {
                 None => ScheduleChoice::Auto,
                 Some(s) => schedule_choice(s)?,
             };
-            let family = Kda {
-                heads,
-                tokens,
-                gate_mode,
-                has_bias,
-                schedule,
-            };
-            // Reject what no batch size makes valid now, not at the first call.
-            if let (Err(e), Err(_)) = (family.config(1), family.config(64)) {
-                return Err(PyValueError::new_err(e));
-            }
-            Ok(KdaSplit {
-                engine: Engine::new(family),
-            })
+            Self::wrap(KdaSplitKernel::new(heads, tokens, gate_mode, has_bias, schedule))
         }
 
         #[getter]
         fn heads(&self) -> u32 {
-            self.engine.family.heads
+            self.engine.kernel.heads
         }
 
         #[getter]
         fn tokens(&self) -> u32 {
-            self.engine.family.tokens
+            self.engine.kernel.tokens
         }
 
         fn __repr__(&self) -> String {
-            let f = &self.engine.family;
+            let k = &self.engine.kernel;
             format!(
                 "KdaSplit(heads={}, tokens={}, gate_mode={}, has_bias={}, schedule={})",
-                f.heads,
-                f.tokens,
-                f.gate_mode,
-                py_bool(f.has_bias),
-                match &f.schedule {
+                k.heads,
+                k.tokens,
+                k.gate_mode,
+                py_bool(k.has_bias),
+                match &k.schedule {
                     ScheduleChoice::Auto => "'auto'".to_string(),
                     ScheduleChoice::Explicit(s) => format!("{s:?}"),
                 }

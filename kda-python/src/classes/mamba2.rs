@@ -1,16 +1,15 @@
 //! `kda.Mamba2Decode`.
 
-use mamba2_decode::Mamba2Config;
-use pyo3::exceptions::PyValueError;
-use pyo3::prelude::*;
+use kda_bind::pyo3::prelude::*;
+use mamba2_decode::{Mamba2Config, Mamba2Kernel};
 
 use super::py_bool;
-use crate::engine::Engine;
-use crate::families::mamba2::Mamba2;
 
-family_class! {
-    /// The Mamba-2 decode step (crate `mamba2_decode`).
-    Mamba2Decode(Mamba2), {
+kda_bind::expose! {
+    /// The Mamba-2 selective state update with its conv update (crate
+    /// `mamba2_decode`): launch in place on the positional arguments of the
+    /// crate doc's §1.
+    Mamba2Decode(Mamba2Kernel), size = requests, check = check_slots, module = "kda._kda", {
         #[new]
         #[pyo3(signature = (heads, n_groups = 1, head_dim = 64, d_state = 128, has_z = true, has_d = true, has_conv_bias = true))]
         fn new(
@@ -22,7 +21,7 @@ family_class! {
             has_d: bool,
             has_conv_bias: bool,
         ) -> PyResult<Self> {
-            let cfg = Mamba2Config {
+            Self::wrap(Mamba2Kernel::new(Mamba2Config {
                 heads,
                 n_groups,
                 head_dim,
@@ -30,26 +29,21 @@ family_class! {
                 has_z,
                 has_d,
                 has_conv_bias,
-            }
-            .validated()
-            .map_err(|e| PyValueError::new_err(format!("Mamba2Decode: {e}")))?;
-            Ok(Mamba2Decode {
-                engine: Engine::new(Mamba2 { cfg }),
-            })
+            }))
         }
 
         #[getter]
         fn heads(&self) -> u32 {
-            self.engine.family.cfg.heads
+            self.engine.kernel.cfg.heads
         }
 
         #[getter]
         fn n_groups(&self) -> u32 {
-            self.engine.family.cfg.n_groups
+            self.engine.kernel.cfg.n_groups
         }
 
         fn __repr__(&self) -> String {
-            let c = &self.engine.family.cfg;
+            let c = &self.engine.kernel.cfg;
             format!(
                 "Mamba2Decode(heads={}, n_groups={}, head_dim={}, d_state={}, has_z={}, has_d={}, has_conv_bias={})",
                 c.heads,

@@ -1,14 +1,15 @@
 //! GdnDecode's generator, run path, reference and comparison (crate
 //! `gdn_decode`).
 
-use gdn_decode::{Arg, ConvLayout, GdnArgs, GenOptions};
+use gdn_decode::{Arg, ConvLayout, GdnArgs, GdnKernel, GdnLaunch, GenOptions};
+use kda_host::kernel::CallArgs;
 use kda_host::{Actual, Expected, Report};
 use kda_runtime::Device;
 
 use super::{Gen, Generated, Item};
-use crate::families::gdn::{Gdn, GdnLaunch};
 
-impl Generated for Gdn {
+impl Generated for GdnKernel {
+    type Args = GdnArgs;
     const HOLES: bool = true;
     const EXTRA: bool = true;
 
@@ -24,6 +25,10 @@ impl Generated for Gdn {
             .conv_extra(g.extra as usize)
             .slot_extra(g.extra as usize);
         gdn_decode::generate(&self.launch.cfg, &options)
+    }
+
+    fn call_args(&self, args: &GdnArgs) -> CallArgs {
+        GdnKernel::call_args(self, args)
     }
 
     fn item<'a>(args: &'a GdnArgs, name: &str) -> Option<Item<'a>> {

@@ -1,14 +1,17 @@
 //! KdaSplit's generator, run path, reference and comparison (crate
 //! `kda_split`).
 
+use kda_host::kernel::CallArgs;
 use kda_host::{Actual, Expected, Report};
 use kda_runtime::Device;
-use kda_split::{Arg, ConvLayout, GateMode, GenOptions, KdaArgs, KdaConfig, RawGateOrder};
+use kda_split::{
+    Arg, ConvLayout, GateMode, GenOptions, KdaArgs, KdaConfig, KdaSplitKernel, RawGateOrder,
+};
 
 use super::{Gen, Generated, Item};
-use crate::families::kda::Kda;
 
-impl Generated for Kda {
+impl Generated for KdaSplitKernel {
+    type Args = KdaArgs;
     const HOLES: bool = true;
     const EXTRA: bool = false;
 
@@ -21,6 +24,10 @@ impl Generated for Kda {
             .conv_layout(super::conv_layout(g, ConvLayout::Sd, ConvLayout::Ds))
             .weights_f32(g.weights_f32);
         kda_split::generate(&options)
+    }
+
+    fn call_args(&self, args: &KdaArgs) -> CallArgs {
+        KdaSplitKernel::call_args(self, args)
     }
 
     fn item<'a>(args: &'a KdaArgs, name: &str) -> Option<Item<'a>> {

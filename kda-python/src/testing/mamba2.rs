@@ -1,14 +1,15 @@
 //! Mamba2Decode's generator, run path, reference and comparison (crate
 //! `mamba2_decode`).
 
+use kda_host::kernel::CallArgs;
 use kda_host::{Actual, Expected, Report};
 use kda_runtime::Device;
-use mamba2_decode::{Arg, ConvLayout, GenOptions, Mamba2Args};
+use mamba2_decode::{Arg, ConvLayout, GenOptions, Mamba2Args, Mamba2Kernel, Mamba2Launch};
 
 use super::{Gen, Generated, Item};
-use crate::families::mamba2::{Mamba2, Mamba2Launch};
 
-impl Generated for Mamba2 {
+impl Generated for Mamba2Kernel {
+    type Args = Mamba2Args;
     const HOLES: bool = false;
     const EXTRA: bool = true;
 
@@ -21,6 +22,10 @@ impl Generated for Mamba2 {
             .weights_f32(g.weights_f32)
             .conv_extra(g.extra as usize);
         mamba2_decode::generate(&self.cfg, &options)
+    }
+
+    fn call_args(&self, args: &Mamba2Args) -> CallArgs {
+        Mamba2Kernel::call_args(self, args)
     }
 
     /// Every argument is a tensor.

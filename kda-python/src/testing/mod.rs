@@ -19,16 +19,21 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::classes::{GdnDecode, KdaSplit, Mamba2Decode};
-use crate::engine::{Engine, Family};
+use kda_bind::Engine;
+use kda_host::kernel::{CallArgs, HostKernel};
 
-/// What the test functions need of a family beside its [`Family`] side:
-/// the crate's generator, run path, reference and comparison.
-trait Generated: Family {
+/// What the test functions need of a kernel beside its [`HostKernel`]
+/// side: the crate's generator, run path, reference and comparison.
+trait Generated: HostKernel {
+    /// The crate's argument struct.
+    type Args: KernelArgs;
     /// Whether the generator makes write holes (`holes`).
     const HOLES: bool;
     /// Whether the generator adds spare conv and slot columns (`extra`).
     const EXTRA: bool;
     fn generate(&self, g: &Gen) -> Self::Args;
+    /// A generated case as a call's arguments.
+    fn call_args(&self, args: &Self::Args) -> CallArgs;
     /// The argument `name` of a generated case.
     fn item<'a>(args: &'a Self::Args, name: &str) -> Option<Item<'a>>;
     /// The crate's Rust run path.
@@ -89,17 +94,15 @@ impl Gen {
 
     /// The options with `holes` resolved for family `F`; options its
     /// generator lacks, and probabilities outside [0, 1], refused.
-    fn of<F: Generated>(&self) -> PyResult<Gen> {
+    fn of<F: Generated>(&self, class: &str) -> PyResult<Gen> {
         if self.holes.is_some() && !F::HOLES {
             return Err(PyValueError::new_err(format!(
-                "holes: {}'s generator makes no write holes",
-                F::CLASS
+                "holes: {class}'s generator makes no write holes"
             )));
         }
         if self.extra && !F::EXTRA {
             return Err(PyValueError::new_err(format!(
-                "extra: {}'s generator adds no spare columns",
-                F::CLASS
+                "extra: {class}'s generator adds no spare columns"
             )));
         }
         let holes = self.holes.unwrap_or(if F::HOLES { 0.25 } else { 0.0 });
@@ -127,12 +130,10 @@ fn conv_layout<L>(g: &Gen, sd: L, ds: L) -> L {
     if g.conv_sd { sd } else { ds }
 }
 
-/// `engine`'s configuration for `requests` requests.
-fn config<F: Family>(engine: &Engine<F>, requests: usize) -> PyResult<F::Config> {
-    engine
-        .family
-        .config(requests.max(1) as u32)
-        .map_err(PyValueError::new_err)
+/// The kernel's configuration for a generated case.
+fn config<F: Generated>(engine: &Engine<F>, args: &F::Args) -> PyResult<F::Config> {
+    let k = &engine.kernel;
+    k.config(&k.call_args(args)).map_err(PyValueError::new_err)
 }
 
 /// The case's arguments (see `case_list`) and, with `run`, what the
@@ -144,13 +145,13 @@ fn case<'py, F: Generated>(
     run: bool,
     device: &str,
 ) -> PyResult<(Bound<'py, PyList>, Option<Bound<'py, PyDict>>)> {
-    let g = &g.of::<F>()?;
-    let args = engine.family.generate(g);
-    let list = case_list(py, &engine.family.params(), |name| F::item(&args, name))?;
+    let g = &g.of::<F>(engine.kernel.name())?;
+    let args = engine.kernel.generate(g);
+    let list = case_list(py, &engine.param_names(), |name| F::item(&args, name))?;
     if !run {
         return Ok((list, None));
     }
-    let cfg = config(engine, g.requests)?;
+    let cfg = config(engine, &args)?;
     let actual = run_on::<F>(device, &cfg, &args)?;
     Ok((list, Some(actual_dict(py, &actual)?)))
 }
@@ -161,9 +162,9 @@ fn compare<F: Generated>(
     g: &Gen,
     written: [&[u8]; 3],
 ) -> PyResult<(bool, String)> {
-    let g = &g.of::<F>()?;
-    let args = engine.family.generate(g);
-    let cfg = config(engine, g.requests)?;
+    let g = &g.of::<F>(engine.kernel.name())?;
+    let args = engine.kernel.generate(g);
+    let cfg = config(engine, &args)?;
     let expected = F::reference(&cfg, &args)
         .map_err(|e| PyValueError::new_err(format!("the case is not a valid launch: {e}")))?;
     let named = args.named_tensors();
@@ -238,7 +239,7 @@ fn _compare(
 /// Kernels built and loaded in this process so far, by every instance.
 #[pyfunction]
 fn _compilations() -> usize {
-    crate::engine::compiled()
+    kda_bind::compiled()
 }
 
 fn storage(t: &HostTensor) -> Vec<u8> {
@@ -260,11 +261,11 @@ enum Item<'a> {
 /// parameter's value by name.
 fn case_list<'py, 'a>(
     py: Python<'py>,
-    params: &[(&'static str, bool)],
+    params: &[&'static str],
     item: impl Fn(&str) -> Option<Item<'a>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
-    for &(name, _) in params {
+    for &name in params {
         match item(name) {
             Some(Item::Scalar(v)) => list.append((name, "scalar", v))?,
             Some(Item::Tensor(t)) => {
@@ -336,7 +337,7 @@ fn run_on<F: Generated>(device: &str, cfg: &F::Config, args: &F::Args) -> PyResu
     match device {
         "sim" => F::run(&SimDevice::new(), cfg, args),
         "cuda" => {
-            let g = crate::gpu::gpu(0).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            let g = kda_bind::gpu::gpu(0).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
             F::run(&g.dev, cfg, args)
         }
         other => {

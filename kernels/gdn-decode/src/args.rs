@@ -201,15 +201,10 @@ impl GdnArgs {
 }
 
 impl KernelArgs for GdnArgs {
-    /// Under the kernel's parameter names: the spec's, but the slot table
-    /// of a multi-token call (the one with `accepted`) is `slot_table`.
+    /// Under the kernel's parameter names (the spec's: the multi-token
+    /// slot table's form is `slots` too, by `#[name]`).
     fn named_tensors(&self) -> Vec<(&'static str, &HostTensor)> {
-        let multi_token = self.accepted.is_some();
-        let name = |a| match a {
-            Arg::Slots if multi_token => "slot_table",
-            a => a.name(),
-        };
-        named_in_order(&Arg::ALL, |a| self.tensor(a), name)
+        named_in_order(&Arg::ALL, |a| self.tensor(a), Arg::name)
     }
 
     fn written_mut(&mut self) -> [&mut HostTensor; 3] {

@@ -250,6 +250,7 @@ pub fn gdn_decode<W: Elem, Bi: Elem, N: Elem>(
     #[strides(_)]
     slots: Tensor<i32, requests>,
     #[when(cfg.tokens > 1)]
+    #[name = "slots"]
     #[strides(_, _)]
     slot_table: Tensor<i32, requests, slot_width>,
     #[align(16)]

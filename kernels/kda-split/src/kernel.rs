@@ -92,7 +92,9 @@ pub fn kda_split<W: Elem, Bi: Elem, Be: Elem, G: Elem, N: Elem>(
     a_log: Tensor<f32, { cfg.heads }>,
     dt_bias: Tensor<f32, { cfg.dim() }>,
     #[when(cfg.tokens == 1)] slots: Tensor<i32, requests>,
-    #[when(cfg.tokens > 1)] slot_table: Tensor<i32, requests, slot_width>,
+    #[when(cfg.tokens > 1)]
+    #[name = "slots"]
+    slot_table: Tensor<i32, requests, slot_width>,
     #[align(16)]
     #[strides(_, _, { (cfg.staged() || cfg.bulk_store()).then_some(128) }, 1)]
     #[evict_first(cfg.schedule.evict)]

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod config;
 pub mod generator;
 pub mod kernel;
+pub mod object;
 pub mod reference;
 pub use kda_host::round;
 pub mod run;
@@ -26,6 +27,7 @@ pub use config::{ConfigError, GateMode, KdaConfig, Schedule};
 pub use generator::{
     ConvLayout, DtBias, GateInputs, GenOptions, SlotOptions, generate, slot_table,
 };
+pub use object::{KdaSplitKernel, ScheduleChoice};
 pub use reference::{Expected, RawGateOrder, Request, reference, resolve, resolve_slots};
 pub use tuned::{RawSchedule, Tuned, TunedPoint, TunedTable, tuned_schedule};
 pub use validate::{
