@@ -1074,6 +1074,9 @@ impl<'k> Emit<'k> {
             Op::FenceMbarInit | Op::FenceProxyAsync | Op::GridDepLaunch | Op::WarpSync => Ins::Nop,
             Op::CpAsyncCommit => Ins::CpCommit,
             Op::CpAsyncWait(n) => Ins::CpWait { n },
+            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait(_) | Op::Wgmma { .. } => {
+                return Err(unsupported("wgmma (not simulated yet)", d));
+            }
             Op::GridDepWait => Ins::PdlWait,
             Op::ClusterArrive { .. } => Ins::ClusterArrive,
             Op::ClusterWait => Ins::ClusterWait,
