@@ -30,6 +30,7 @@ mod collective;
 mod control;
 mod ldst;
 mod sync;
+mod wgmma;
 
 use crate::decode::{Ins, Program};
 use crate::mbarrier::{ClusterBar, Mbar, Named};
@@ -73,6 +74,11 @@ pub(crate) struct Warp {
     /// Registers per thread it holds: the kernel's `maxnreg` until a
     /// `setmaxnreg` (0 when the kernel declares none).
     pub nreg: u32,
+    /// wgmma accumulator slots issued since the last commit, and the
+    /// committed groups not yet waited for (oldest first): what
+    /// `wgmma.wait_group` retires and `WgUse` checks against.
+    pub wg_open: Vec<u32>,
+    pub wg_groups: std::collections::VecDeque<Vec<u32>>,
 }
 
 impl Warp {
@@ -94,6 +100,8 @@ impl Warp {
             pdl_waited: false,
             bulk_commits: [0; 32],
             nreg: prog.kernel.max_regs.unwrap_or(0),
+            wg_open: Vec::new(),
+            wg_groups: std::collections::VecDeque::new(),
         }
     }
 
@@ -111,6 +119,8 @@ impl Warp {
         self.cl_phase = 0;
         self.pdl_waited = false;
         self.bulk_commits = [0; 32];
+        self.wg_open.clear();
+        self.wg_groups.clear();
     }
 }
 
@@ -374,6 +384,10 @@ pub(crate) fn run(
             }
             Ins::BulkStore { .. } | Ins::BulkCommit | Ins::BulkWait { .. } => {
                 bulk::exec(prog, ins, w, cx)?;
+                Next::Step
+            }
+            Ins::Wgmma(_) | Ins::WgCommit | Ins::WgWait { .. } | Ins::WgUse { .. } => {
+                wgmma::exec(prog, ins, w, cx)?;
                 Next::Step
             }
             Ins::Shfl { .. } | Ins::Elect { .. } | Ins::Mma { .. } => {
