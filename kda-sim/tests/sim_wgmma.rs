@@ -106,6 +106,13 @@ fn wgmma_gemm_matches_host_n128() {
 /// One wgmma m64n8k16 on zeroed tiles, committed or not, waited or not,
 /// then each thread stores its first accumulator.
 fn early_read(commit: bool, wait: bool) -> Kernel {
+    wgmma_then(commit, wait, None)
+}
+
+/// The same; with `overwrite`, a write into A:
+/// `Some(true)` between the commit and the wait, `Some(false)` after it
+/// (thread 0 writes A's first element).
+fn wgmma_then(commit: bool, wait: bool, overwrite: Option<bool>) -> Kernel {
     let mut b = Builder::new(
         "wgmma_early_read",
         LaunchDecl {
@@ -134,8 +141,23 @@ fn early_read(commit: bool, wait: bool) -> Kernel {
         if commit {
             b.wgmma_commit();
         }
+        let write = |b: &mut Builder| {
+            let first = b.u32(0);
+            let is0 = b.cmp(kda_ir::CmpOp::Eq, t, first);
+            b.if_(is0, |b| {
+                let zero = b.f32(0.0);
+                let x = b.cvt(zero, kda_ir::Type::BF16);
+                b.st_shared(sa, first, x);
+            });
+        };
+        if overwrite == Some(true) {
+            write(b);
+        }
         if wait {
             b.wgmma_wait(0);
+        }
+        if overwrite == Some(false) {
+            write(b);
         }
         let one = b.u32(0);
         let at = b.bin(BinOp::Add, t, one);
@@ -159,4 +181,21 @@ fn reading_an_accumulator_before_its_wait_is_an_error() {
         assert_eq!(site.op, "st.global", "{e}");
         assert!(e.to_string().contains("wgmma.wait_group"), "{e}");
     }
+}
+
+#[test]
+fn overwriting_an_operand_before_the_wait_is_an_error() {
+    // Written between commit and wait: the wgmma may still be reading it.
+    if let Err(e) = run(&wgmma_then(true, true, Some(false)), &[vec![0; 512]]) {
+        panic!("{e}");
+    }
+    let e = run(&wgmma_then(true, true, Some(true)), &[vec![0; 512]]).unwrap_err();
+    let RuntimeError::Sim(SimError::Wgmma { msg, site }) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        msg.contains("writes shared buffer `a` while the wgmma at"),
+        "{e}"
+    );
+    assert_eq!(site.op, "st.shared", "{e}");
 }

@@ -30,7 +30,7 @@ mod collective;
 mod control;
 mod ldst;
 mod sync;
-mod wgmma;
+pub(crate) mod wgmma;
 
 use crate::decode::{Ins, Program};
 use crate::mbarrier::{ClusterBar, Mbar, Named};
@@ -79,6 +79,8 @@ pub(crate) struct Warp {
     /// `wgmma.wait_group` retires and `WgUse` checks against.
     pub wg_open: Vec<u32>,
     pub wg_groups: std::collections::VecDeque<Vec<u32>>,
+    /// wgmma groups this warp has committed (the next group's number).
+    pub wg_committed: u64,
 }
 
 impl Warp {
@@ -102,6 +104,7 @@ impl Warp {
             nreg: prog.kernel.max_regs.unwrap_or(0),
             wg_open: Vec::new(),
             wg_groups: std::collections::VecDeque::new(),
+            wg_committed: 0,
         }
     }
 
@@ -121,6 +124,7 @@ impl Warp {
         self.bulk_commits = [0; 32];
         self.wg_open.clear();
         self.wg_groups.clear();
+        self.wg_committed = 0;
     }
 }
 
@@ -152,6 +156,8 @@ pub(crate) struct Cluster<'a> {
     pub race: crate::race::Race,
     /// Bulk stores issued and not yet finished.
     pub bulk: Vec<bulk::Pending>,
+    /// Shared bytes wgmmas read whose groups are not yet waited for.
+    pub wg_reads: Vec<wgmma::PendingRead>,
 }
 
 /// Why [`run`] returned.

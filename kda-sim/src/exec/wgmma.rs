@@ -14,7 +14,10 @@
 //! Groups: accumulators issued since the last commit form the open group;
 //! `commit_group` closes it; `wait_group n` retires all but the newest `n`
 //! groups. An instruction that reads an accumulator of a group not yet
-//! retired (other than the next wgmma's accumulator operand) is an error.
+//! retired (other than the next wgmma's accumulator operand) is an error,
+//! and so is an `st.shared` by any thread of the CTA into the bytes a wgmma
+//! of a group not yet retired reads (the hardware may still be reading
+//! them; the simulator read them at issue).
 
 use kda_ir::wgmma::{acc_coord, descriptor};
 
@@ -34,11 +37,16 @@ pub(super) fn exec(
         Ins::WgCommit => {
             let open = std::mem::take(&mut w.wg_open);
             w.wg_groups.push_back(open);
+            w.wg_committed += 1;
         }
         Ins::WgWait { n } => {
             while w.wg_groups.len() > *n as usize {
                 w.wg_groups.pop_front();
             }
+            let done = w.wg_committed.saturating_sub(u64::from(*n));
+            let (rank, warp) = (w.rank, w.warp);
+            cx.wg_reads
+                .retain(|p| !(p.rank == rank && p.warp == warp && p.group < done));
         }
         Ins::WgUse { slots } => {
             let pending =
@@ -104,6 +112,10 @@ fn mma(prog: &Program, x: &WgmmaIns, w: &mut Warp, cx: &mut Cluster<'_>) -> Resu
     let mut a = [[0f32; 16]; 16];
     let mut b = vec![[0f32; 16]; n];
     let mut reads = Vec::new();
+    let span = |r: &[u32]| {
+        let lo = r.iter().copied().min().unwrap_or(0);
+        (lo, r.iter().copied().max().map_or(lo, |m| m + 2))
+    };
     for (r, row) in a.iter_mut().enumerate() {
         for (k, v) in row.iter_mut().enumerate() {
             let at = da.element(16 * wq + r as u32, k as u32);
@@ -118,6 +130,10 @@ fn mma(prog: &Program, x: &WgmmaIns, w: &mut Warp, cx: &mut Cluster<'_>) -> Resu
             reads.push(at);
         }
     }
+    let a_reads = 16 * 16;
+    let (alo, ahi) = span(&reads[..a_reads]);
+    let (blo, bhi) = span(&reads[a_reads..]);
+    let spans = [(x.a.buf, alo, ahi), (x.b.buf, blo, bhi)];
     if cx.race.on {
         for at in reads {
             if let Some(c) = cx.race.read(w.rank, gw, at, 2, pc) {
@@ -148,5 +164,58 @@ fn mma(prog: &Program, x: &WgmmaIns, w: &mut Warp, cx: &mut Cluster<'_>) -> Resu
         w.regs[d as usize * 32..d as usize * 32 + 32].copy_from_slice(&out[i * 32..i * 32 + 32]);
     }
     w.wg_open.extend(x.d.iter().copied());
+    for (buf, lo, hi) in spans {
+        cx.wg_reads.push(PendingRead {
+            rank: w.rank,
+            warp: w.warp,
+            group: w.wg_committed,
+            buf,
+            lo,
+            hi,
+            pc,
+        });
+    }
     Ok(())
+}
+
+/// Shared bytes `lo..hi` of buffer `buf` that a wgmma of `warp` (in CTA
+/// `rank`, at `pc`) read for its group number `group`.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingRead {
+    rank: u32,
+    warp: u32,
+    group: u64,
+    buf: u32,
+    lo: u32,
+    hi: u32,
+    pc: u32,
+}
+
+/// An `st.shared` of `bytes` at `byte` by lane `lane` of `w`: an error when
+/// a wgmma whose group is not yet waited for reads those bytes.
+#[cold]
+pub(super) fn check_write(
+    prog: &Program,
+    w: &Warp,
+    cx: &Cluster<'_>,
+    byte: u32,
+    bytes: u32,
+    lane: u32,
+) -> Result<(), SimError> {
+    let hit = cx
+        .wg_reads
+        .iter()
+        .find(|p| p.rank == w.rank && byte < p.hi && byte + bytes > p.lo);
+    let Some(p) = hit else {
+        return Ok(());
+    };
+    let name = &prog.kernel.buffers[kda_ir::Buffer::from_u32(p.buf)].name;
+    Err(SimError::Wgmma {
+        msg: format!(
+            "writes shared buffer `{name}` while the wgmma at {} (warp {}) may still be reading it: wait for its group (`wgmma.wait_group`) before overwriting an operand",
+            prog.loc_of(p.pc as usize),
+            p.warp
+        ),
+        site: Box::new(site(prog, w, cx, Some(lane))),
+    })
 }
