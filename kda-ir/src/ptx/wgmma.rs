@@ -77,7 +77,17 @@ impl Emitter<'_> {
         let Op::Wgmma { a, b, n, scale_d } = d.op else {
             unreachable!("a wgmma")
         };
-        let tile = |b: Buffer| self.k.buffers[b].tile.map(|t: MmaTile| t.to_string());
+        // The tile and its descriptor's fixed fields, in human terms.
+        let tile = |b: Buffer| {
+            self.k.buffers[b].tile.map(|t: MmaTile| {
+                format!(
+                    "{t}: LBO {}, SBO {}, swizzle bits {}",
+                    t.lbo(),
+                    t.sbo(),
+                    t.swizzle.mode_bits()
+                )
+            })
+        };
         self.comment(&format!(
             "wgmma m64n{n}k16: A {a} ({}), B {b} ({})",
             tile(a).unwrap_or_default(),
