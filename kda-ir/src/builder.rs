@@ -547,12 +547,21 @@ impl Builder {
             roles,
             None,
         );
-        self.k.buffers[b].tile = Some(crate::wgmma::MmaTile {
-            rows,
-            cols,
-            swizzle,
-        });
+        self.set_tile(
+            b,
+            crate::wgmma::MmaTile {
+                rows,
+                cols,
+                swizzle,
+            },
+        );
         b
+    }
+
+    /// Declare that buffer `b` holds a wgmma operand tile (the verifier
+    /// checks its element type, size and alignment).
+    pub fn set_tile(&mut self, b: Buffer, tile: crate::wgmma::MmaTile) {
+        self.k.buffers[b].tile = Some(tile);
     }
 
     /// The element index (u32) of `(r, k)` in tile buffer `b`: the store
