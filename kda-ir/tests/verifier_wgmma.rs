@@ -136,3 +136,71 @@ fn generic_write_then_wgmma_needs_the_proxy_fence() {
     assert!(e.contains("no `fence.proxy.async` between them"), "{e}");
     assert!(e.contains("the wgmma may read the old bytes"), "{e}");
 }
+
+/// One wgmma m64n8k16, then `tail` (commit/wait in some order), then every
+/// thread stores its first accumulator.
+fn read_after(tail: impl FnOnce(&mut Builder)) -> Kernel {
+    let mut b = Builder::new(
+        "wg_read",
+        LaunchDecl {
+            block: 128,
+            cluster: 1,
+            min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
+        },
+    );
+    let out = b.tensor(
+        "out",
+        kda_ir::Scalar::F32,
+        &[kda_ir::Dim::Const(128)],
+        &[kda_ir::Dim::Const(1)],
+        kda_ir::Provenance::Ready,
+        kda_ir::Access::Write,
+    );
+    let wg = b.role("wg", 0, 128);
+    let sa = b.shared_tile("a", 64, 16, Swizzle::None, &[wg]);
+    let sb = b.shared_tile("b", 8, 16, Swizzle::None, &[wg]);
+    b.in_role(wg, |b| {
+        let t = b.thread_idx();
+        let z = b.u32(0);
+        b.wgmma_fence();
+        let d = b.wgmma(8, sa, z, sb, z, None);
+        let d = b.wgmma(8, sa, z, sb, z, Some(&d));
+        tail(b);
+        b.st_global(out, &[t], d[0], None, kda_ir::CachePolicy::Normal);
+    });
+    b.finish()
+}
+
+#[test]
+fn accumulator_reads_wait_for_their_group() {
+    // Chaining into the next wgmma is fine; reading after commit + wait too.
+    assert_eq!(
+        errors(&read_after(|b| {
+            b.wgmma_commit();
+            b.wgmma_wait(0);
+        })),
+        ""
+    );
+    let e = errors(&read_after(|_| {}));
+    assert!(e.contains("`st.global` reads v"), "{e}");
+    assert!(
+        e.contains("before a `wgmma.commit_group` and a `wgmma.wait_group`"),
+        "{e}"
+    );
+    let e = errors(&read_after(|b| b.wgmma_commit()));
+    assert!(e.contains("while its group may still be in flight"), "{e}");
+    // wait_group 1 leaves the newest group pending.
+    let e = errors(&read_after(|b| {
+        b.wgmma_commit();
+        b.wgmma_wait(1);
+    }));
+    assert!(e.contains("while its group may still be in flight"), "{e}");
+    // A wait in only one branch of an `if` does not cover the read.
+    let e = errors(&read_after(|b| {
+        b.wgmma_commit();
+        let c = b.bool(true);
+        b.if_(c, |b| b.wgmma_wait(0));
+    }));
+    assert!(e.contains("may still be in flight"), "{e}");
+}

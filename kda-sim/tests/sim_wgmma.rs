@@ -13,8 +13,22 @@ use kda_ir::{Access, BinOp, Builder, CachePolicy, Dim, Kernel, LaunchDecl, Prove
 use kda_sim::{SimDevice, SimError, SimOptions};
 
 fn run(k: &Kernel, bufs: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, RuntimeError> {
+    run_with(k, bufs, true)
+}
+
+/// Without the verifier, whose group check would reject the early reads
+/// first: the simulator's own check is what these tests exercise.
+fn run_unverified(k: &Kernel, bufs: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, RuntimeError> {
+    run_with(k, bufs, false)
+}
+
+fn run_with(k: &Kernel, bufs: &[Vec<u8>], verify: bool) -> Result<Vec<Vec<u8>>, RuntimeError> {
     let dev = SimDevice::with_options(SimOptions::default());
-    let m = dev.load(k)?;
+    let m = if verify {
+        dev.load(k)?
+    } else {
+        dev.load_unverified(k)?
+    };
     let bs: Vec<_> = bufs
         .iter()
         .map(|b| dev.upload(b))
@@ -173,7 +187,12 @@ fn reading_an_accumulator_before_its_wait_is_an_error() {
         (true, "may still be in flight"),
         (false, "before its group is committed"),
     ] {
-        let e = run(&early_read(commit, false), &[vec![0; 512]]).unwrap_err();
+        let k = early_read(commit, false);
+        assert!(
+            kda_ir::verifier::verify(&k).is_err(),
+            "the verifier sees this one too"
+        );
+        let e = run_unverified(&k, &[vec![0; 512]]).unwrap_err();
         let RuntimeError::Sim(SimError::Wgmma { msg, site }) = &e else {
             panic!("{e}")
         };

@@ -301,7 +301,7 @@ impl Parser {
             }
             C::StAsync => {
                 let buffer = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 args.push(self.value()?);
                 self.expect(',')?;
@@ -322,7 +322,7 @@ impl Parser {
             }
             C::CpAsync => {
                 let buffer = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 let tensor = self.tensor()?;
                 args.extend(self.index()?);
@@ -337,10 +337,10 @@ impl Parser {
                 let n = self.u32()?;
                 self.expect(',')?;
                 let a = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 let b = self.buffer()?;
-                args.extend(self.index()?);
+                args.extend(self.flat_index()?);
                 let mut scale_d = false;
                 if self.eat(',') {
                     self.keyword("acc")?;
@@ -358,7 +358,7 @@ impl Parser {
             }
             C::BulkCopy => {
                 let buffer = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 let tensor = self.tensor()?;
                 args.extend(self.index()?);

@@ -4,9 +4,20 @@
 //! and produces N/2 f32 accumulators, and its operand buffers hold bf16
 //! tiles ([`crate::wgmma::MmaTile`]) of 64 (A) and N (B) rows, sized and
 //! aligned for their swizzle.
+//!
+//! Groups ([`groups`]): a forward walk over the region tree knows which wgmma
+//! results may still be in flight (issued and not covered by a
+//! `wgmma.wait_group`), and rejects any use of one other than as a later
+//! wgmma's accumulator operand (a `yield` or a loop's initial value counts
+//! as a use). A may-analysis: after an `if`, what either branch left in
+//! flight; after a loop, what the body may leave. What it cannot see (a
+//! wait in a branch, counts it cannot follow) the simulator checks at run
+//! time.
+
+use std::collections::BTreeMap;
 
 use super::{Ctx, Layout};
-use crate::entities::Buffer;
+use crate::entities::{Buffer, Inst, Region, Value};
 use crate::op::Op;
 use crate::types::{Scalar, Type};
 use crate::wgmma::legal_n;
@@ -88,6 +99,96 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
         }
         operand(cx, i, a, "A", 64);
         operand(cx, i, b, "B", n);
+    }
+    if k.insts.values().any(|d| matches!(d.op, Op::Wgmma { .. })) {
+        let mut g = Groups {
+            cx,
+            reported: Vec::new(),
+        };
+        g.region(k.body, &mut Pending::new());
+    }
+}
+
+/// wgmma results that may be in flight, each with the wgmma that made it
+/// and its age: 0 while uncommitted, then the number of commits since (a
+/// `wait_group n` retires ages above `n`).
+type Pending = BTreeMap<Value, (Inst, u32)>;
+
+/// What may be in flight after either of two paths: the younger age.
+fn join(a: &mut Pending, b: &Pending) {
+    for (v, &(i, age)) in b {
+        a.entry(*v)
+            .and_modify(|e| e.1 = e.1.min(age))
+            .or_insert((i, age));
+    }
+}
+
+struct Groups<'a, 'k> {
+    cx: &'a mut Ctx<'k>,
+    reported: Vec<Inst>,
+}
+
+impl Groups<'_, '_> {
+    fn region(&mut self, r: Region, s: &mut Pending) {
+        let k = self.cx.k;
+        for &i in &k.regions[r].insts {
+            let d = &k.insts[i];
+            if !matches!(d.op, Op::Wgmma { .. })
+                && let Some((&v, &(w, age))) = d.args.iter().find_map(|a| s.get_key_value(a))
+                && !self.reported.contains(&i)
+            {
+                self.reported.push(i);
+                let m = self.cx.mnemonic(i);
+                let at = &k.insts[w].loc;
+                let v = self.cx.value(v);
+                let why = if age == 0 {
+                    "before a `wgmma.commit_group` and a `wgmma.wait_group` that covers it"
+                } else {
+                    "while its group may still be in flight: add a `wgmma.wait_group` that covers it first"
+                };
+                self.cx.error(
+                    i,
+                    format!("`{m}` reads {v}, an accumulator of the wgmma at {at}, {why}"),
+                );
+            }
+            match d.op {
+                Op::Wgmma { .. } => {
+                    for &v in &d.results {
+                        s.insert(v, (i, 0));
+                    }
+                }
+                Op::WgmmaCommit => {
+                    for e in s.values_mut() {
+                        e.1 += 1;
+                    }
+                }
+                Op::WgmmaWait(n) => s.retain(|_, e| e.1 == 0 || e.1 <= n),
+                _ => {
+                    let regions = d.op.regions();
+                    if regions.is_empty() {
+                        continue;
+                    }
+                    let before = s.clone();
+                    if let Op::If { .. } = d.op {
+                        // Exactly one branch runs.
+                        s.clear();
+                    }
+                    for r in regions {
+                        // Each region from the state before the op; a loop
+                        // body also from the state its last iteration left.
+                        let mut inner = before.clone();
+                        self.region(r, &mut inner);
+                        if matches!(d.op, Op::For { .. } | Op::While { .. }) {
+                            let mut again = inner.clone();
+                            join(&mut again, &before);
+                            self.region(r, &mut again);
+                            join(&mut inner, &again);
+                        }
+                        join(s, &inner);
+                    }
+                }
+            }
+        }
     }
 }
 
