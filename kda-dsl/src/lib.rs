@@ -23,6 +23,7 @@ mod tile;
 mod trace;
 mod val;
 mod warp;
+mod wgmma;
 
 #[doc(hidden)]
 #[path = "rt.rs"]
@@ -44,6 +45,7 @@ pub use sync::{
 pub use tile::{StoreMask, StoreRow, StoreTile, Tile, TileRow, TileWriter};
 pub use val::{Cast, Elem, Operand, Ty, Val, pack, val};
 pub use warp::{Word, elect, mma, shfl_bfly, shfl_idx, sync_warp, warp_sum};
+pub use wgmma::{wgmma, wgmma_acc, wgmma_commit, wgmma_coord, wgmma_fence, wgmma_wait};
 
 /// Everything a kernel body uses; `#[cluster_kernel]` imports it into each kernel.
 pub mod prelude {
@@ -52,7 +54,8 @@ pub mod prelude {
         bulk_wait, bulk_wait_read, chains, cluster_arrive, cluster_arrive_relaxed, cluster_rank,
         cluster_sync, cluster_wait, cp_async_commit, cp_async_wait, elect, fence_mbarrier_init,
         fence_proxy_async, fma, fma_ftz, fma_with, grid_dim, ix, lane_id, mma, pack, pdl_trigger,
-        pdl_wait, range, select, shfl_bfly, shfl_idx, sync_warp, thread_idx, val, warp_sum,
+        pdl_wait, range, select, shfl_bfly, shfl_idx, sync_warp, thread_idx, val, warp_sum, wgmma,
+        wgmma_acc, wgmma_commit, wgmma_coord, wgmma_fence, wgmma_wait,
     };
     /// For `#[cluster_kernel(cluster_policy = ClusterPolicy::LoadBalancing)]`.
     pub use kda_ir::ClusterPolicy;

@@ -398,6 +398,8 @@ pub struct Shared<T: Elem> {
     pub(crate) id: Buffer,
     dims: [u32; 4],
     rank: u8,
+    /// A wgmma operand tile: `[[r, k]]` goes through its swizzled layout.
+    tile: bool,
     _t: PhantomData<T>,
 }
 
@@ -432,8 +434,19 @@ impl<T: Elem> Shared<T> {
             id,
             dims: d,
             rank: dims.len() as u8,
+            tile: false,
             _t: PhantomData,
         }
+    }
+
+    /// The same buffer, marked a wgmma operand tile.
+    pub(crate) fn as_tile(self) -> Self {
+        Shared { tile: true, ..self }
+    }
+
+    /// Whether the buffer is a wgmma operand tile (`swizzle = ..`).
+    pub fn is_tile(self) -> bool {
+        self.tile
     }
 
     /// The IR buffer.
@@ -446,6 +459,20 @@ impl<T: Elem> Shared<T> {
     pub(crate) fn element(self, i: impl SharedIndex) -> Value {
         let ix = i.indices();
         let rank = self.rank as usize;
+        if self.tile && ix.len() == 2 {
+            // The swizzled layout (MmaTile::offset), in u32 arithmetic.
+            let u32_of = |i: Ix| {
+                let v = i.value();
+                if emit(|b| b.ty(v)) == kda_ir::Type::U32 {
+                    v
+                } else {
+                    emit(|b| b.cvt(v, kda_ir::Type::U32))
+                }
+            };
+            let (r, k) = (u32_of(ix[0]), u32_of(ix[1]));
+            let id = self.id;
+            return emit(|b| b.tile_index(id, r, k));
+        }
         if ix.len() == 1 {
             return ix[0].value();
         }
@@ -562,6 +589,14 @@ impl<T: Ty> fmt::Debug for Regs<T> {
 }
 
 impl<T: Ty> Regs<T> {
+    /// Registers holding `vals`, one dimension.
+    pub(crate) fn from_vals(vals: Vec<Val<T>>) -> Regs<T> {
+        Regs {
+            dims: vec![vals.len()],
+            vals: vals.into_iter().map(Some).collect(),
+        }
+    }
+
     /// Unset registers of the given shape.
     pub fn new(dims: &[usize]) -> Regs<T> {
         let n = dims.iter().product();

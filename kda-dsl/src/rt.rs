@@ -357,6 +357,48 @@ pub fn shared<T: Elem>(
     Shared::new(id, dims)
 }
 
+/// `shared!([bf16; rows, k], swizzle = 0 | 32 | 64 | 128, ..)`: a K-major
+/// wgmma operand tile (`rows × k` bf16, aligned for its swizzle). Its
+/// `[[r, k]]` accesses go through the swizzled layout, and `wgmma` builds
+/// its descriptors from it.
+#[track_caller]
+pub fn shared_tile<T: Elem>(
+    name: &str,
+    dims: &[u32],
+    swizzle: u32,
+    roles: &[&Role],
+    guard: Option<Option<kda_ir::Barrier>>,
+) -> Shared<T> {
+    use kda_ir::wgmma::{MmaTile, Swizzle};
+    assert!(
+        T::SCALAR == kda_ir::Scalar::BF16 && dims.len() == 2,
+        "kda: a shared buffer with `swizzle` is a wgmma operand tile: `[bf16; rows, k]`"
+    );
+    let swizzle = match swizzle {
+        0 => Swizzle::None,
+        32 => Swizzle::B32,
+        64 => Swizzle::B64,
+        128 => Swizzle::B128,
+        s => panic!("kda: swizzle = {s}; allowed: 0, 32, 64, 128 (bytes)"),
+    };
+    let tile = MmaTile {
+        rows: dims[0],
+        cols: dims[1],
+        swizzle,
+    };
+    if let Err(e) = tile.check() {
+        panic!("kda: wgmma operand tile `{name}` has {e}");
+    }
+    let r = ids(roles);
+    let g = guard.flatten();
+    let id = emit(|b| {
+        let id = b.shared(name, T::SCALAR, dims[0] * dims[1], swizzle.align(), &r, g);
+        b.set_tile(id, tile);
+        id
+    });
+    Shared::new(id, dims).as_tile()
+}
+
 /// `regs!([T; dims..])`.
 pub fn regs<T: Ty>(dims: &[u32]) -> Regs<T> {
     let d: Vec<usize> = dims.iter().map(|&x| x as usize).collect();

@@ -257,6 +257,7 @@ impl Builder {
             align,
             roles: roles.to_vec(),
             guard,
+            tile: None,
             loc,
         })
     }
@@ -523,6 +524,144 @@ impl Builder {
     #[track_caller]
     pub fn mma(&mut self, a: Value, b: Value, c: Value) -> Value {
         self.push1(Op::Mma16816, &[a, b, c], Type::vec(Scalar::F32, 4))
+    }
+
+    // ---- warpgroup MMA (see `crate::wgmma`)
+
+    /// Declare a shared buffer holding a K-major bf16 wgmma operand tile of
+    /// `rows × cols` (K) with `swizzle`, aligned as the swizzle needs.
+    #[track_caller]
+    pub fn shared_tile(
+        &mut self,
+        name: impl Into<String>,
+        rows: u32,
+        cols: u32,
+        swizzle: crate::wgmma::Swizzle,
+        roles: &[Role],
+    ) -> Buffer {
+        let b = self.shared(
+            name,
+            Scalar::BF16,
+            rows * cols,
+            swizzle.align(),
+            roles,
+            None,
+        );
+        self.set_tile(
+            b,
+            crate::wgmma::MmaTile {
+                rows,
+                cols,
+                swizzle,
+            },
+        );
+        b
+    }
+
+    /// Declare that buffer `b` holds a wgmma operand tile (the verifier
+    /// checks its element type, size and alignment).
+    pub fn set_tile(&mut self, b: Buffer, tile: crate::wgmma::MmaTile) {
+        self.k.buffers[b].tile = Some(tile);
+    }
+
+    /// The element index (u32) of `(r, k)` in tile buffer `b`: the store
+    /// code's side of [`MmaTile::offset`](crate::wgmma::MmaTile::offset),
+    /// swizzle included. `r` and `k` are u32.
+    #[track_caller]
+    pub fn tile_index(&mut self, b: Buffer, r: Value, k: Value) -> Value {
+        use crate::wgmma::Swizzle;
+        let t = self.k.buffers[b]
+            .tile
+            .expect("tile_index of a buffer without a tile");
+        let c = |s: &mut Builder, x: u32| s.u32(x);
+        let (shr, and, shl, xor) = (BinOp::Shr, BinOp::And, BinOp::Shl, BinOp::Xor);
+        let bytes = match t.swizzle {
+            Swizzle::None => {
+                // (r/8)·SBO + (k/8)·128 + (r%8)·16 + (k%8)·2
+                let (c3, c7) = (c(self, 3), c(self, 7));
+                let r8 = self.bin(shr, r, c3);
+                let sbo = c(self, t.sbo());
+                let a = self.mul(r8, sbo);
+                let k8 = self.bin(shr, k, c3);
+                let c128 = c(self, 128);
+                let b2 = self.mul(k8, c128);
+                let rm = self.bin(and, r, c7);
+                let c16 = c(self, 16);
+                let b3 = self.mul(rm, c16);
+                let km = self.bin(and, k, c7);
+                let c2 = c(self, 2);
+                let b4 = self.mul(km, c2);
+                let s1 = self.add(a, b2);
+                let s2 = self.add(b3, b4);
+                self.add(s1, s2)
+            }
+            s => {
+                // p·rows·W + r·W + (k%P)·2, then chunk bits ^= bits 7..
+                let panel = s.span() / 2;
+                let sh = c(self, panel.trailing_zeros());
+                let p = self.bin(shr, k, sh);
+                let pw = c(self, t.rows * s.span());
+                let a = self.mul(p, pw);
+                let w = c(self, s.span());
+                let b2 = self.mul(r, w);
+                let pm = c(self, panel - 1);
+                let km = self.bin(and, k, pm);
+                let c1 = c(self, 1);
+                let b3 = self.bin(shl, km, c1);
+                let s1 = self.add(a, b2);
+                let logical = self.add(s1, b3);
+                let c7 = c(self, 7);
+                let hi = self.bin(shr, logical, c7);
+                let mask = c(self, (s.span() / 16) - 1);
+                let hm = self.bin(and, hi, mask);
+                let c4 = c(self, 4);
+                let x = self.bin(shl, hm, c4);
+                self.bin(xor, logical, x)
+            }
+        };
+        let c1 = c(self, 1);
+        self.bin(shr, bytes, c1)
+    }
+
+    /// `wgmma.fence`.
+    #[track_caller]
+    pub fn wgmma_fence(&mut self) {
+        self.push0(Op::WgmmaFence, &[]);
+    }
+    /// `wgmma.commit_group`.
+    #[track_caller]
+    pub fn wgmma_commit(&mut self) {
+        self.push0(Op::WgmmaCommit, &[]);
+    }
+    /// `wgmma.wait_group n`.
+    #[track_caller]
+    pub fn wgmma_wait(&mut self, n: u32) {
+        self.push0(Op::WgmmaWait(n), &[]);
+    }
+    /// `wgmma.mma_async m64nNk16`: `D = A·Bᵀ (+ acc)`, A the 64×16 slice of
+    /// tile `a` at K column `ka`, B the N×16 slice of tile `b` at `kb`;
+    /// `acc` the N/2 f32 accumulators (`None`: overwrite, `scale-d` 0).
+    /// Returns the N/2 accumulators (the fragment of [`crate::wgmma::acc_coord`]).
+    #[track_caller]
+    pub fn wgmma(
+        &mut self,
+        n: u32,
+        a: Buffer,
+        ka: Value,
+        b: Buffer,
+        kb: Value,
+        acc: Option<&[Value]>,
+    ) -> Vec<Value> {
+        let mut args = vec![ka, kb];
+        args.extend(acc.unwrap_or(&[]));
+        let tys = vec![Type::F32; (n / 2) as usize];
+        let op = Op::Wgmma {
+            a,
+            b,
+            n,
+            scale_d: acc.is_some(),
+        };
+        self.push(op, &args, &tys)
     }
 
     // ---- barriers

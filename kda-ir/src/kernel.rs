@@ -137,6 +137,9 @@ pub struct BufferDecl {
     pub roles: Vec<Role>,
     /// A buffer filled through this barrier may be read only after a wait on it.
     pub guard: Option<Barrier>,
+    /// The wgmma operand tile the buffer holds, when it is one: its shape
+    /// and swizzle, from which the compiler builds matrix descriptors.
+    pub tile: Option<crate::wgmma::MmaTile>,
     /// Where it was declared.
     pub loc: Loc,
 }

@@ -19,6 +19,7 @@ pub mod ptxas;
 pub mod testkernels;
 pub mod types;
 pub mod verifier;
+pub mod wgmma;
 pub mod write;
 
 pub use builder::Builder;

@@ -531,6 +531,43 @@ pub enum Op {
         read: bool,
     },
 
+    // ---- warpgroup MMA (see [`crate::wgmma`])
+    /// `wgmma.fence.sync.aligned`: orders the warpgroup's register accesses
+    /// before the wgmmas that follow (before the first wgmma, and between a
+    /// register write and a wgmma that reads those registers).
+    WgmmaFence,
+    /// `wgmma.commit_group.sync.aligned`: close the warpgroup's wgmmas since
+    /// the last commit into a group.
+    WgmmaCommit,
+    /// `wgmma.wait_group.sync.aligned n`: wait until at most `n` committed
+    /// groups are pending; the accumulators of the others may be read.
+    WgmmaWait(u32),
+    /// `a column, b column [, c0..c(N/2-1)] -> d0..d(N/2-1)`:
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16`, issued by a
+    /// warpgroup (a role of 4 warps whose first warp index is a multiple of
+    /// 4). `D = A·Bᵀ (+ C)`: A is the 64×16 slice of buffer `a`'s tile at K
+    /// column `a column`, B the N×16 slice of buffer `b`'s tile at K column
+    /// `b column` (multiples of 16; both tiles K-major, declared with
+    /// [`BufferDecl::tile`](crate::kernel::BufferDecl::tile)); the compiler
+    /// builds their matrix descriptors. Each of the 128 threads holds `N/2`
+    /// f32 of the 64×N accumulator, element `i` at
+    /// [`acc_coord`](crate::wgmma::acc_coord)`(thread, i)`:
+    /// row `16·warp + lane/4 + 8·((i/2)%2)`, column `8·(i/4) + 2·(lane%4) + i%2`.
+    /// The results may be read (by anything but another wgmma's accumulator
+    /// operand) only after a [`Op::WgmmaCommit`] and a [`Op::WgmmaWait`]
+    /// covering this op.
+    Wgmma {
+        /// The A operand's buffer: a tile of 64 rows.
+        a: Buffer,
+        /// The B operand's buffer: a tile of `n` rows.
+        b: Buffer,
+        /// N: a multiple of 8 in 8..=256.
+        n: u32,
+        /// Accumulate (`scale-d` = 1): the op takes the N/2 accumulators
+        /// `C`; else `D = A·Bᵀ` and it takes none.
+        scale_d: bool,
+    },
+
     // ---- programmatic dependent launch
     /// `griddepcontrol.wait`: the preceding launch's outputs are visible after.
     GridDepWait,
@@ -656,6 +693,10 @@ impl Op {
             Op::BulkStore { .. } => C::BulkStore,
             Op::BulkCommit => C::BulkCommit,
             Op::BulkWait { .. } => C::BulkWait,
+            Op::WgmmaFence => C::WgmmaFence,
+            Op::WgmmaCommit => C::WgmmaCommit,
+            Op::WgmmaWait(_) => C::WgmmaWait,
+            Op::Wgmma { .. } => C::Wgmma,
             Op::GridDepWait => C::GridDepWait,
             Op::GridDepLaunch => C::GridDepLaunch,
             Op::SetMaxNReg { inc: true, .. } => C::SetMaxNRegInc,
@@ -797,8 +838,17 @@ impl Op {
             | Op::StAsync { buffer, .. }
             | Op::CpAsync { buffer, .. }
             | Op::BulkCopy { buffer, .. }
-            | Op::BulkStore { buffer, .. } => Some(buffer),
+            | Op::BulkStore { buffer, .. }
+            | Op::Wgmma { a: buffer, .. } => Some(buffer),
             _ => None,
+        }
+    }
+
+    /// Every shared buffer the op accesses: [`Op::buffer`], and a wgmma's B.
+    pub fn buffers(&self) -> Vec<Buffer> {
+        match *self {
+            Op::Wgmma { a, b, .. } if a != b => vec![a, b],
+            _ => self.buffer().into_iter().collect(),
         }
     }
 }

@@ -114,6 +114,127 @@ pub fn dsmem_exchange_reference(input: &[f32], cluster: u32) -> Vec<f32> {
     out
 }
 
+/// A one-warpgroup GEMM tile on wgmma: `c[64×n] = a[64×kdim] · b[n×kdim]ᵀ`
+/// (bf16 in, f32 out; `a` and `b` K-major, as wgmma reads them). The 128
+/// threads copy `a` and `b` from global memory into two shared tiles with
+/// `swizzle` (the store code applies it: [`Builder::tile_index`]), fence the
+/// async proxy and meet at a barrier; then the first wgmma overwrites the
+/// accumulators (`scale-d` 0) and a loop over K in steps of 16 accumulates,
+/// each step fenced, committed and waited for; each thread stores its `n/2`
+/// accumulators at their [`acc_coord`](crate::wgmma::acc_coord).
+pub fn wgmma_gemm(n: u32, kdim: u32, swizzle: crate::wgmma::Swizzle) -> Kernel {
+    let mut b = Builder::new(
+        format!("wgmma_m64n{n}_k{kdim}_{}", swizzle.name()),
+        LaunchDecl {
+            block: 128,
+            cluster: 1,
+            min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
+        },
+    );
+    let c = |x: u32| Dim::Const(u64::from(x));
+    let ta = b.tensor(
+        "a",
+        Scalar::BF16,
+        &[c(64), c(kdim)],
+        &[c(kdim), c(1)],
+        Provenance::Ready,
+        Access::Read,
+    );
+    let tb = b.tensor(
+        "b",
+        Scalar::BF16,
+        &[c(n), c(kdim)],
+        &[c(kdim), c(1)],
+        Provenance::Ready,
+        Access::Read,
+    );
+    let tc = b.tensor(
+        "c",
+        Scalar::F32,
+        &[c(64), c(n)],
+        &[c(n), c(1)],
+        Provenance::Ready,
+        Access::Write,
+    );
+    let wg = b.role("warpgroup", 0, 128);
+    let sa = b.shared_tile("a_tile", 64, kdim, swizzle, &[wg]);
+    let sb = b.shared_tile("b_tile", n, kdim, swizzle, &[wg]);
+    b.in_role(wg, |b| {
+        let t = b.thread_idx();
+        let step = b.u32(128);
+        let kd = b.u32(kdim);
+        for (tensor, tile, rows) in [(ta, sa, 64), (tb, sb, n)] {
+            let end = b.u32(rows * kdim);
+            b.for_(t, end, step, &[], |b, e, _| {
+                let r = b.bin(BinOp::Div, e, kd);
+                let k = b.bin(BinOp::Rem, e, kd);
+                let v = b.ld_global(tensor, &[r, k], Type::BF16, CachePolicy::Normal);
+                let at = b.tile_index(tile, r, k);
+                b.st_shared(tile, at, v);
+                vec![]
+            });
+        }
+        b.fence_proxy_async();
+        b.bar_sync(0, 128);
+        let zero = b.u32(0);
+        b.wgmma_fence();
+        let first = b.wgmma(n, sa, zero, sb, zero, None);
+        b.wgmma_commit();
+        b.wgmma_wait(0);
+        let k16 = b.u32(16);
+        let acc = b.for_(k16, kd, k16, &first, |b, k, acc| {
+            b.wgmma_fence();
+            let d = b.wgmma(n, sa, k, sb, k, Some(acc));
+            b.wgmma_commit();
+            b.wgmma_wait(0);
+            d
+        });
+        // row = 16·warp + lane/4 (+8), col = 2·(lane%4) (+8·j +1).
+        let (c5, c31, c2, c3, c1) = (b.u32(5), b.u32(31), b.u32(2), b.u32(3), b.u32(1));
+        let warp = b.bin(BinOp::Shr, t, c5);
+        let lane = b.bin(BinOp::And, t, c31);
+        let c4 = b.u32(4);
+        let w16 = b.bin(BinOp::Shl, warp, c4);
+        let g = b.bin(BinOp::Shr, lane, c2);
+        let row0 = b.add(w16, g);
+        let q = b.bin(BinOp::And, lane, c3);
+        let col0 = b.bin(BinOp::Shl, q, c1);
+        for (i, &v) in acc.iter().enumerate() {
+            let i = i as u32;
+            let dr = b.u32(8 * ((i / 2) % 2));
+            let dc = b.u32(8 * (i / 4) + i % 2);
+            let row = b.add(row0, dr);
+            let col = b.add(col0, dc);
+            b.st_global(tc, &[row, col], v, None, CachePolicy::Normal);
+        }
+    });
+    b.finish()
+}
+
+/// What [`wgmma_gemm`] computes, on the host, in the simulator's order:
+/// for each K step of 16, `acc = f32(acc + Σ_k a·b)` with the 16 products
+/// and `acc` summed in f64 (exact for bf16 products but for the final
+/// rounding in all but extreme exponent spreads). `a`, `b` as f32 values of
+/// bf16 numbers.
+pub fn wgmma_gemm_reference(a: &[f32], b: &[f32], n: usize, kdim: usize) -> Vec<f32> {
+    let mut c = vec![0f32; 64 * n];
+    for r in 0..64 {
+        for col in 0..n {
+            let mut acc = 0f32;
+            for k0 in (0..kdim).step_by(16) {
+                let mut s = f64::from(acc);
+                for k in k0..k0 + 16 {
+                    s += f64::from(a[r * kdim + k]) * f64::from(b[col * kdim + k]);
+                }
+                acc = s as f32;
+            }
+            c[r * n + col] = acc;
+        }
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -147,6 +147,9 @@ fn write_kernel_to(
         if let Some(g) = d.guard {
             write!(w, " guard({g})")?;
         }
+        if let Some(t) = d.tile {
+            write!(w, " tile({}, {}, {})", t.rows, t.cols, t.swizzle.name())?;
+        }
         writeln!(w, "  ; @{}", d.loc)?;
     }
     for (b, d) in k.barriers.iter() {
@@ -297,7 +300,18 @@ fn write_inst(
         Op::CpAsync { buffer, tensor } => {
             write!(w, "{m} {buffer}[{}], {tensor}{}", at(0), idx(from(1)))?
         }
-        Op::CpAsyncWait(n) => write!(w, "{m} {n}")?,
+        Op::CpAsyncWait(n) | Op::WgmmaWait(n) => write!(w, "{m} {n}")?,
+        Op::Wgmma {
+            a: ba,
+            b: bb,
+            n,
+            scale_d,
+        } => {
+            write!(w, "{m} {n}, {ba}[{}], {bb}[{}]", at(0), at(1))?;
+            if *scale_d {
+                write!(w, ", acc({})", vals(k, from(2)))?;
+            }
+        }
         Op::SetMaxNReg { regs, .. } => write!(w, "{m} {regs}")?,
         Op::BulkCopy {
             buffer,

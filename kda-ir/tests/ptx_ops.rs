@@ -65,9 +65,14 @@ fn variant(op: &Op) -> usize {
         Op::SetMaxNReg { .. } => 46,
         Op::AtomAdd { .. } => 47,
         Op::MbarArriveRemote { .. } => 48,
+        // Exercised by the wgmma GEMM tile (assembled in `ptx_wgmma.rs`).
+        Op::WgmmaFence => 49,
+        Op::WgmmaCommit => 50,
+        Op::WgmmaWait(_) => 51,
+        Op::Wgmma { .. } => 52,
     }
 }
-const VARIANTS: usize = 49;
+const VARIANTS: usize = 53;
 
 const ROWS_PER_CTA: u64 = 1;
 
@@ -609,6 +614,11 @@ fn used_variants(k: &Kernel) -> BTreeSet<usize> {
 fn the_kernel_uses_every_op() {
     let mut seen = used_variants(&all_ops_kernel());
     seen.extend(used_variants(&budget_kernel()));
+    seen.extend(used_variants(&kda_ir::testkernels::wgmma_gemm(
+        8,
+        32,
+        kda_ir::wgmma::Swizzle::None,
+    )));
     let missing: Vec<usize> = (0..VARIANTS).filter(|v| !seen.contains(v)).collect();
     assert!(missing.is_empty(), "op variants not exercised: {missing:?}");
 }

@@ -162,6 +162,8 @@ pub struct SharedNode {
     /// `t` of `guard = bars[t]`: one element of a ring guards the buffer.
     pub guard_index: Option<Expr>,
     pub roles: Option<Vec<Ident>>,
+    /// `swizzle = 0 | 32 | 64 | 128`: a K-major wgmma operand tile.
+    pub swizzle: Option<Expr>,
 }
 
 pub struct RegsNode {
@@ -828,6 +830,7 @@ impl Collect<'_> {
             if mac.path == SHARED {
                 let elem = elem_ty(self.cx, &ty, "shared buffer", &self.generics);
                 let (mut align, mut guard, mut guard_index, mut roles) = (None, None, None, None);
+                let mut swizzle = None;
                 for a in rest {
                     match classify(a) {
                         Arg::Key(k, v) if k == ALIGN => {
@@ -845,8 +848,11 @@ impl Collect<'_> {
                             ),
                         },
                         Arg::Key(k, v) if k == ROLES => roles = ident_list(self.cx, &v, "roles"),
+                        Arg::Key(k, v) if k == SWIZZLE => {
+                            swizzle = Some(count_arg(self.cx, v, "swizzle"))
+                        }
                         Arg::Key(k, _) | Arg::Flag(k) => {
-                            self.unknown_key(&k, "shared", "`align`, `guard` or `roles`")
+                            self.unknown_key(&k, "shared", "`align`, `guard`, `roles` or `swizzle`")
                         }
                         Arg::Other(e) => self.cx.error_spanned_by(e, "expected `key = value`"),
                     }
@@ -861,6 +867,7 @@ impl Collect<'_> {
                     guard,
                     guard_index,
                     roles,
+                    swizzle,
                 }));
             }
             let mut fill = None;

@@ -688,9 +688,17 @@ impl Rewrite<'_> {
                         ::core::option::Option::Some(#rt::guard(&#rt::bar_at(&#g, #i)))),
                     (None, _) => quote!(::core::option::Option::None),
                 };
-                parse(
-                    quote_spanned!(span=> #rt::shared::<#elem>(#name, &[#(#dims),*], #align, &[#(#roles),*], #guard)),
-                )
+                match &s.swizzle {
+                    Some(sw) => {
+                        let sw = count(sw, "swizzle");
+                        parse(
+                            quote_spanned!(span=> #rt::shared_tile::<#elem>(#name, &[#(#dims),*], #sw, &[#(#roles),*], #guard)),
+                        )
+                    }
+                    None => parse(
+                        quote_spanned!(span=> #rt::shared::<#elem>(#name, &[#(#dims),*], #align, &[#(#roles),*], #guard)),
+                    ),
+                }
             }
             Node::Regs(r) => {
                 for d in &mut r.dims {

@@ -97,6 +97,8 @@ pub const NODE: Symbol = Symbol("__kda_node");
 pub const ARRIVALS: Symbol = Symbol("arrivals");
 pub const TX: Symbol = Symbol("tx");
 pub const ROLES: Symbol = Symbol("roles");
+/// `shared!([bf16; rows, k], swizzle = 128)`: a wgmma operand tile.
+pub const SWIZZLE: Symbol = Symbol("swizzle");
 pub const COUNT: Symbol = Symbol("count");
 pub const GUARD: Symbol = Symbol("guard");
 pub const RELEASED: Symbol = Symbol("released");
@@ -138,7 +140,18 @@ pub const WARP_SUM: Symbol = Symbol("warp_sum");
 /// `shfl_idx(v, lane)`: warp-uniform when `lane` is.
 pub const SHFL_IDX: Symbol = Symbol("shfl_idx");
 /// Warp collectives: every lane of the warp must reach them together.
-pub const COLLECTIVES: &[&str] = &["shfl_bfly", "shfl_idx", "elect", "mma", "warp_sum"];
+pub const COLLECTIVES: &[&str] = &[
+    "shfl_bfly",
+    "shfl_idx",
+    "elect",
+    "mma",
+    "warp_sum",
+    "wgmma",
+    "wgmma_acc",
+    "wgmma_fence",
+    "wgmma_commit",
+    "wgmma_wait",
+];
 /// Values that differ between the lanes of a warp.
 pub const LANE_VARYING: &[&str] = &[
     "thread_idx",
@@ -147,6 +160,9 @@ pub const LANE_VARYING: &[&str] = &[
     "shfl_bfly",
     "shfl_idx",
     "mma",
+    "wgmma",
+    "wgmma_acc",
+    "wgmma_coord",
 ];
 /// Values that are the same on every thread of a CTA.
 pub const UNIFORM: &[&str] = &["block_idx", "grid_dim", "cluster_rank"];

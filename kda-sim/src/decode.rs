@@ -51,6 +51,23 @@ pub(crate) struct ShBuf {
     pub size: u32,
 }
 
+/// A `wgmma.mma_async`: its operand tiles, K-column operands and
+/// accumulator slots (one f32 word each).
+#[derive(Clone, Debug)]
+pub(crate) struct WgmmaIns {
+    pub a: ShBuf,
+    pub b: ShBuf,
+    pub ta: kda_ir::wgmma::MmaTile,
+    pub tb: kda_ir::wgmma::MmaTile,
+    pub n: u32,
+    pub ka: Idx,
+    pub kb: Idx,
+    /// The accumulators read (`scale-d` 1), or none (`D = A·Bᵀ`).
+    pub c: Option<Box<[u32]>>,
+    /// The accumulators written.
+    pub d: Box<[u32]>,
+}
+
 /// A list of register moves performed together under the active mask.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Copies {
@@ -240,6 +257,20 @@ pub(crate) enum Ins {
         a: u32,
         b: u32,
         c: u32,
+    },
+    /// `wgmma.mma_async` (boxed: the accumulator slots are many).
+    Wgmma(Box<WgmmaIns>),
+    /// `wgmma.commit_group`.
+    WgCommit,
+    /// `wgmma.wait_group n`.
+    WgWait {
+        n: u32,
+    },
+    /// Before an instruction that reads wgmma accumulators (other than as
+    /// another wgmma's accumulator operand): none of these slots may belong
+    /// to a wgmma whose group is not yet waited for.
+    WgUse {
+        slots: Box<[u32]>,
     },
     MbarInit {
         bar: u32,
@@ -569,6 +600,8 @@ struct Emit<'k> {
     origin: Vec<Inst>,
     scratch: u32,
     warps: u32,
+    /// Every wgmma result: reading one gets a `WgUse` check.
+    wg_results: std::collections::HashSet<Value>,
 }
 
 impl<'k> Emit<'k> {
@@ -651,6 +684,17 @@ impl<'k> Emit<'k> {
             for sub in d.op.regions() {
                 for &p in &k.regions[sub].params {
                     self.alloc.def(p, k.ty(p));
+                }
+            }
+            if !matches!(d.op, Op::Wgmma { .. }) {
+                let slots: Box<[u32]> = d
+                    .args
+                    .iter()
+                    .filter(|&&v| self.wg_results.contains(&v))
+                    .map(|&v| self.s(v))
+                    .collect();
+                if !slots.is_empty() {
+                    self.push(Ins::WgUse { slots }, inst);
                 }
             }
             match d.op {
@@ -1074,6 +1118,38 @@ impl<'k> Emit<'k> {
             Op::FenceMbarInit | Op::FenceProxyAsync | Op::GridDepLaunch | Op::WarpSync => Ins::Nop,
             Op::CpAsyncCommit => Ins::CpCommit,
             Op::CpAsyncWait(n) => Ins::CpWait { n },
+            // The simulator writes a wgmma's registers as it issues; the
+            // fence orders nothing further (WgUse checks the reads).
+            Op::WgmmaFence => Ins::Nop,
+            Op::WgmmaCommit => Ins::WgCommit,
+            Op::WgmmaWait(n) => Ins::WgWait { n },
+            Op::Wgmma { a, b, n, scale_d } => {
+                let tile = |buf: kda_ir::Buffer| {
+                    k.buffers[buf].tile.ok_or_else(|| {
+                        unsupported(
+                            format!("wgmma on buffer `{}` without a tile", k.buffers[buf].name),
+                            d,
+                        )
+                    })
+                };
+                let acc = (n / 2) as usize;
+                if d.results.len() != acc || d.args.len() != 2 + if scale_d { acc } else { 0 } {
+                    return Err(unsupported("a wgmma with the wrong accumulator count", d));
+                }
+                let slots =
+                    |vs: &[Value]| -> Box<[u32]> { vs.iter().map(|&v| self.s(v)).collect() };
+                Ins::Wgmma(Box::new(WgmmaIns {
+                    a: self.sb(a),
+                    b: self.sb(b),
+                    ta: tile(a)?,
+                    tb: tile(b)?,
+                    n,
+                    ka: self.idx(d.args[0], d)?,
+                    kb: self.idx(d.args[1], d)?,
+                    c: scale_d.then(|| slots(&d.args[2..])),
+                    d: slots(&d.results),
+                }))
+            }
             Op::GridDepWait => Ins::PdlWait,
             Op::ClusterArrive { .. } => Ins::ClusterArrive,
             Op::ClusterWait => Ins::ClusterWait,
@@ -1214,6 +1290,12 @@ pub(crate) fn decode(k: &Kernel) -> Result<Program, SimError> {
         origin: vec![],
         scratch: 0,
         warps,
+        wg_results: k
+            .insts
+            .values()
+            .filter(|d| matches!(d.op, Op::Wgmma { .. }))
+            .flat_map(|d| d.results.iter().copied())
+            .collect(),
     };
     e.region(k.body)?;
     debug_assert_eq!(

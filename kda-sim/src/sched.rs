@@ -143,6 +143,7 @@ impl Runner {
             check_pdl: lx.check_pdl,
             race: std::mem::take(&mut self.race),
             bulk: Vec::new(),
+            wg_reads: Vec::new(),
         };
         let res = self.schedule(lx, &mut cx);
         self.ctas = cx.ctas;

@@ -634,6 +634,15 @@ pub enum SimError {
         /// The step limit.
         limit: u64,
     },
+    /// A wgmma rule broken at run time: an accumulator read while its
+    /// group may be in flight, an operand slice outside its tile.
+    #[error("{msg}, by {site}")]
+    Wgmma {
+        /// What went wrong.
+        msg: String,
+        /// Who did it, and where in the source.
+        site: Box<Site>,
+    },
     /// The kernel uses something the simulator cannot execute.
     #[error("the simulator cannot run `{what}` at {loc}")]
     Unsupported {

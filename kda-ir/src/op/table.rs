@@ -564,6 +564,21 @@ op_table! {
     BulkCommit "cp.async.bulk.commit" None NONE, fx!(ASYNC);
     BulkWait "cp.async.bulk.wait" Read NONE, fx!(ACQUIRE);
 
+    // ---- warpgroup MMA
+    WgmmaFence "wgmma.fence" None NONE, fx!(FENCE | COLLECTIVE);
+    WgmmaCommit "wgmma.commit_group" None NONE, fx!(ASYNC | COLLECTIVE);
+    WgmmaWait "wgmma.wait_group" None NONE, fx!(ACQUIRE | COLLECTIVE);
+    /// Operands: the K columns of A and B, then (with `scale_d`) the N/2
+    /// f32 accumulators; results: the N/2 f32 accumulators.
+    Wgmma "wgmma.mma_async" None Sig::new(
+        &[
+            Arg::One("a column", Ty::IntScalar),
+            Arg::One("b column", Ty::IntScalar),
+            Arg::Rest,
+        ],
+        &[Arg::Rest],
+    ), fx!(READ_SHARED | ASYNC | COLLECTIVE);
+
     // ---- programmatic dependent launch
     GridDepWait "pdl.wait" None NONE, fx!(GRID);
     GridDepLaunch "pdl.launch_dependents" None NONE, fx!(GRID);
@@ -593,7 +608,7 @@ mod tests {
     /// verifier expands.
     #[test]
     fn every_opcode_has_a_well_formed_row() {
-        assert_eq!(Opcode::ALL.len(), 70);
+        assert_eq!(Opcode::ALL.len(), 74);
         for &code in Opcode::ALL {
             let sig = code.sig();
             let n = code.name();

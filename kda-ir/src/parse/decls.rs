@@ -170,6 +170,27 @@ impl Parser {
                     guard = Some(self.barrier()?);
                     self.expect(')')?;
                 }
+                let mut tile = None;
+                if self.same_line() && self.eat_ident("tile") {
+                    self.expect('(')?;
+                    let rows = self.u32()?;
+                    self.expect(',')?;
+                    let cols = self.u32()?;
+                    self.expect(',')?;
+                    let (name, pos) = self.ident("a swizzle (`none`, `sw32`, `sw64`, `sw128`)")?;
+                    let Some(swizzle) = crate::wgmma::Swizzle::from_name(&name) else {
+                        return super::lexer::err(
+                            pos,
+                            format!("unknown swizzle `{name}`; allowed: none, sw32, sw64, sw128"),
+                        );
+                    };
+                    self.expect(')')?;
+                    tile = Some(crate::wgmma::MmaTile {
+                        rows,
+                        cols,
+                        swizzle,
+                    });
+                }
                 let loc = self.loc();
                 self.k.buffers.push(BufferDecl {
                     name,
@@ -178,6 +199,7 @@ impl Parser {
                     align,
                     roles,
                     guard,
+                    tile,
                     loc,
                 });
             }

@@ -301,7 +301,7 @@ impl Parser {
             }
             C::StAsync => {
                 let buffer = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 args.push(self.value()?);
                 self.expect(',')?;
@@ -322,13 +322,35 @@ impl Parser {
             }
             C::CpAsync => {
                 let buffer = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 let tensor = self.tensor()?;
                 args.extend(self.index()?);
                 (Op::CpAsync { buffer, tensor }, args, vec![])
             }
             C::CpAsyncWait => (Op::CpAsyncWait(self.u32()?), vec![], vec![]),
+            C::WgmmaFence => return self.plain(Op::WgmmaFence),
+            C::WgmmaCommit => return self.plain(Op::WgmmaCommit),
+            C::WgmmaWait => (Op::WgmmaWait(self.u32()?), vec![], vec![]),
+            C::Wgmma => {
+                // `wgmma.mma_async N, bufA[ka], bufB[kb] [, acc(c..)]`
+                let n = self.u32()?;
+                self.expect(',')?;
+                let a = self.buffer()?;
+                let mut args = self.flat_index()?;
+                self.expect(',')?;
+                let b = self.buffer()?;
+                args.extend(self.flat_index()?);
+                let mut scale_d = false;
+                if self.eat(',') {
+                    self.keyword("acc")?;
+                    self.expect('(')?;
+                    args.extend(self.values_until(')')?);
+                    self.expect(')')?;
+                    scale_d = true;
+                }
+                (Op::Wgmma { a, b, n, scale_d }, args, vec![])
+            }
             C::SetMaxNRegInc | C::SetMaxNRegDec => {
                 let regs = self.u32()?;
                 let inc = code == C::SetMaxNRegInc;
@@ -336,7 +358,7 @@ impl Parser {
             }
             C::BulkCopy => {
                 let buffer = self.buffer()?;
-                let mut args = self.index()?;
+                let mut args = self.flat_index()?;
                 self.expect(',')?;
                 let tensor = self.tensor()?;
                 args.extend(self.index()?);

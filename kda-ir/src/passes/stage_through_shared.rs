@@ -156,6 +156,7 @@ fn stage_in(k: &mut Kernel, r: Region, role: Option<Role>) {
             align: 128,
             roles: role.into_iter().collect(),
             guard: None,
+            tile: None,
             loc: Loc::synthetic(),
         });
         buffers.push((tensor, buffer, 0));

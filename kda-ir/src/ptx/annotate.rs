@@ -103,7 +103,16 @@ pub(super) fn inst_line(k: &Kernel, i: Inst) -> String {
         Op::CpAsync { buffer, tensor } => {
             format!("{buffer}[{}], {tensor}[{}]", a[0], list(&a[1..]))
         }
-        Op::CpAsyncWait(n) => n.to_string(),
+        Op::CpAsyncWait(n) | Op::WgmmaWait(n) => n.to_string(),
+        Op::Wgmma {
+            a: ba,
+            b: bb,
+            n,
+            scale_d,
+        } => {
+            let acc = if *scale_d { ", acc" } else { ", zero" };
+            format!("m64n{n}k16, {ba}[k {}], {bb}[k {}]{acc}", a[0], a[1])
+        }
         Op::SetMaxNReg { regs, .. } => regs.to_string(),
         Op::BulkCopy {
             buffer,

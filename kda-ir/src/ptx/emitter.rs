@@ -374,6 +374,10 @@ impl<'k> Emitter<'k> {
             Op::Shfl(m) => self.shfl(i, *m),
             Op::ElectSync => self.elect(i),
             Op::Mma16816 => self.mma(i),
+            Op::WgmmaFence => self.wgmma_fence(),
+            Op::WgmmaCommit => self.wgmma_commit(),
+            Op::WgmmaWait(n) => self.wgmma_wait(*n),
+            Op::Wgmma { .. } => self.wgmma(i),
             Op::MbarInit { barrier } => self.mbar_init(*barrier),
             Op::MbarArrive { barrier, ring } => {
                 let at = self.ring_at(i, *ring);

@@ -139,7 +139,10 @@ impl Emitter<'_> {
             "//\n.version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n"
         );
         if self.layout.bytes > 0 {
-            let _ = writeln!(w, ".extern .shared .align 128 .b8 {SMEM}[];\n");
+            // The window is as aligned as its most aligned buffer (a
+            // 128-byte swizzled wgmma tile needs 1024).
+            let align = k.buffers.values().map(|d| d.align).fold(128, u32::max);
+            let _ = writeln!(w, ".extern .shared .align {align} .b8 {SMEM}[];\n");
         }
         if self.probes.is_some() {
             super::probe::declaration(&mut w);

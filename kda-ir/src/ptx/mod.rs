@@ -38,6 +38,7 @@ mod memory;
 mod probe;
 mod sync;
 mod warp;
+mod wgmma;
 
 use std::fmt;
 

@@ -221,6 +221,7 @@ mod signature;
 mod ssa;
 mod structure;
 mod uniform;
+mod wgmma;
 
 use std::fmt;
 
@@ -287,6 +288,7 @@ pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
         decls::check(&mut cx);
         roles::check(&mut cx, layout);
         regs::check(&mut cx, layout);
+        wgmma::check(&mut cx, layout);
         let uni = uniform::Uniformity::compute(k, layout);
         uniform::check(&mut cx, layout, &uni);
         mbarrier::check(&mut cx, layout, &uni);

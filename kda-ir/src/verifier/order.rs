@@ -2,8 +2,8 @@
 //! or a send runs. Produced tensors are read after `pdl.wait`, guarded buffers
 //! (also by a bulk store, which reads its source) after a wait on their
 //! guard, DSMEM sends after the cluster barrier that follows the target
-//! barrier's initialisation, and a bulk store (async proxy) after a
-//! `fence.proxy.async` that follows every `st.shared` (generic proxy) into
+//! barrier's initialisation, and a bulk store or a wgmma (async proxy) after
+//! a `fence.proxy.async` that follows every `st.shared` (generic proxy) into
 //! its source which may precede it on these threads ([`fences`]).
 //!
 //! A forward walk over the region tree carries the facts established so far
@@ -51,9 +51,10 @@ fn fences(cx: &mut Ctx) {
     let sources: BTreeSet<Buffer> = k
         .insts
         .values()
-        .filter_map(|d| match d.op {
-            Op::BulkStore { buffer, .. } => Some(buffer),
-            _ => None,
+        .flat_map(|d| match d.op {
+            Op::BulkStore { buffer, .. } => vec![buffer],
+            Op::Wgmma { a, b, .. } => vec![a, b],
+            _ => vec![],
         })
         .collect();
     if sources.is_empty() {
@@ -108,18 +109,30 @@ impl Fences<'_, '_> {
                     s.here.insert(buffer, i);
                 }
                 Op::FenceProxyAsync => s.here.clear(),
-                Op::BulkStore { buffer, .. } => {
-                    if let Some(&w) = s.here.get(&buffer)
-                        && self.report
-                        && self.reported.insert(i)
-                    {
-                        let m = self.cx.mnemonic(i);
-                        let at = &k.insts[w].loc;
-                        let msg = format!(
-                            "`{m}` reads {} through the async proxy after an `st.shared` into it (at {at}) with no `fence.proxy.async` between them on these threads: the bulk store may read the old bytes; add `fence.proxy.async` after the writes (before the barrier that orders them before the store)",
-                            self.cx.buffer(buffer)
-                        );
-                        self.cx.error(i, msg);
+                Op::BulkStore { .. } | Op::Wgmma { .. } => {
+                    for buffer in k.insts[i].op.buffers() {
+                        if let Some(&w) = s.here.get(&buffer)
+                            && self.report
+                            && self.reported.insert(i)
+                        {
+                            let m = self.cx.mnemonic(i);
+                            let at = &k.insts[w].loc;
+                            let what = if matches!(k.insts[i].op, Op::Wgmma { .. }) {
+                                "the wgmma"
+                            } else {
+                                "the bulk store"
+                            };
+                            let msg = format!(
+                                "`{m}` reads {} through the async proxy after an `st.shared` into it (at {at}) with no `fence.proxy.async` between them on these threads: {what} may read the old bytes; add `fence.proxy.async` after the writes (before the barrier that orders them before the {})",
+                                self.cx.buffer(buffer),
+                                if what == "the wgmma" {
+                                    "wgmma"
+                                } else {
+                                    "store"
+                                }
+                            );
+                            self.cx.error(i, msg);
+                        }
                     }
                 }
                 Op::If { then, els } => {

@@ -80,12 +80,12 @@ fn ownership(cx: &mut Ctx, layout: &Layout) {
     let k = cx.k;
     for &i in &layout.order {
         let op = &k.insts[i].op;
-        let (buffer, barrier) = (op.buffer(), op.barrier().map(|(b, _)| b));
-        if buffer.is_none() && barrier.is_none() {
+        let (buffers, barrier) = (op.buffers(), op.barrier().map(|(b, _)| b));
+        if buffers.is_empty() && barrier.is_none() {
             continue;
         }
         let here = layout.role_of(k, i);
-        if let Some(b) = buffer {
+        for b in buffers {
             let what = format!("shared buffer {}", cx.buffer(b));
             owned(cx, i, here, &k.buffers[b].roles, &what);
         }

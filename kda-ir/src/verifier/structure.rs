@@ -265,10 +265,10 @@ impl Walk {
         {
             missing.push(s.to_string());
         }
-        if let Some(b) = op.buffer()
-            && !k.buffers.is_valid(b)
-        {
-            missing.push(b.to_string());
+        for b in op.buffers() {
+            if !k.buffers.is_valid(b) {
+                missing.push(b.to_string());
+            }
         }
         if let Some(t) = op.tensor()
             && !k.tensors.is_valid(t)

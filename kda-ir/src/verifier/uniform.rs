@@ -91,6 +91,7 @@ impl Uniformity {
             Op::Special(Special::ThreadIdx | Special::LaneId)
             | Op::ElectSync
             | Op::Mma16816
+            | Op::Wgmma { .. }
             | Op::Shfl(ShflMode::Bfly) => {
                 for &v in r {
                     ch |= self.mark(v, Some(i));

@@ -169,6 +169,9 @@ pub(super) fn exec(
                 {
                     return Err(race_error(prog, w, cx, c, l as u32, AccessKind::Write));
                 }
+                if !cx.wg_reads.is_empty() {
+                    super::wgmma::check_write(prog, w, cx, byte as u32, bytes, l as u32)?;
+                }
                 smem_write(&mut cx.ctas[w.rank as usize].smem, byte, bytes, &tmp);
             }
         }

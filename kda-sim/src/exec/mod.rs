@@ -30,6 +30,7 @@ mod collective;
 mod control;
 mod ldst;
 mod sync;
+pub(crate) mod wgmma;
 
 use crate::decode::{Ins, Program};
 use crate::mbarrier::{ClusterBar, Mbar, Named};
@@ -73,6 +74,13 @@ pub(crate) struct Warp {
     /// Registers per thread it holds: the kernel's `maxnreg` until a
     /// `setmaxnreg` (0 when the kernel declares none).
     pub nreg: u32,
+    /// wgmma accumulator slots issued since the last commit, and the
+    /// committed groups not yet waited for (oldest first): what
+    /// `wgmma.wait_group` retires and `WgUse` checks against.
+    pub wg_open: Vec<u32>,
+    pub wg_groups: std::collections::VecDeque<Vec<u32>>,
+    /// wgmma groups this warp has committed (the next group's number).
+    pub wg_committed: u64,
 }
 
 impl Warp {
@@ -94,6 +102,9 @@ impl Warp {
             pdl_waited: false,
             bulk_commits: [0; 32],
             nreg: prog.kernel.max_regs.unwrap_or(0),
+            wg_open: Vec::new(),
+            wg_groups: std::collections::VecDeque::new(),
+            wg_committed: 0,
         }
     }
 
@@ -111,6 +122,9 @@ impl Warp {
         self.cl_phase = 0;
         self.pdl_waited = false;
         self.bulk_commits = [0; 32];
+        self.wg_open.clear();
+        self.wg_groups.clear();
+        self.wg_committed = 0;
     }
 }
 
@@ -142,6 +156,8 @@ pub(crate) struct Cluster<'a> {
     pub race: crate::race::Race,
     /// Bulk stores issued and not yet finished.
     pub bulk: Vec<bulk::Pending>,
+    /// Shared bytes wgmmas read whose groups are not yet waited for.
+    pub wg_reads: Vec<wgmma::PendingRead>,
 }
 
 /// Why [`run`] returned.
@@ -374,6 +390,10 @@ pub(crate) fn run(
             }
             Ins::BulkStore { .. } | Ins::BulkCommit | Ins::BulkWait { .. } => {
                 bulk::exec(prog, ins, w, cx)?;
+                Next::Step
+            }
+            Ins::Wgmma(_) | Ins::WgCommit | Ins::WgWait { .. } | Ins::WgUse { .. } => {
+                wgmma::exec(prog, ins, w, cx)?;
                 Next::Step
             }
             Ins::Shfl { .. } | Ins::Elect { .. } | Ins::Mma { .. } => {
