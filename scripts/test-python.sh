@@ -14,7 +14,7 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 py="$venv/bin/python"
 "$py" -m pip install --quiet --disable-pip-version-check \
-    maturin==1.16.0 numpy==2.2.6 pytest==8.3.5
+    maturin==1.16.0 numpy==2.2.6 pytest==8.3.5 hypothesis==6.122.3
 
 rm -f target/wheels/kda-*.whl
 "$py" -m maturin build --release --locked --quiet -m kda-python/Cargo.toml --out target/wheels

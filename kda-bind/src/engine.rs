@@ -275,18 +275,6 @@ fn runtime_err(what: &str, e: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(format!("{what}: {e}"))
 }
 
-/// Read `bytes` of host memory at `ptr`.
-///
-/// # Safety
-/// `ptr .. ptr + bytes` must be readable (the array's own storage).
-unsafe fn host_bytes(ptr: u64, bytes: usize) -> Vec<u8> {
-    if bytes == 0 {
-        return Vec::new();
-    }
-    // SAFETY: the caller vouches for the range.
-    unsafe { std::slice::from_raw_parts(ptr as *const u8, bytes) }.to_vec()
-}
-
 fn host_data(dtype: DType, bytes: &[u8]) -> HostData {
     match dtype {
         DType::Bf16 => bytes
@@ -688,9 +676,9 @@ impl<K: HostKernel> Engine<K> {
         let mut storage = Vec::with_capacity(call.views.len());
         let mut args = call.layout_args();
         for ((name, v), (_, t)) in call.views.iter().zip(&mut args.tensors) {
-            // SAFETY: the span is the array's own storage, referenced by `v`
-            // (non-NULL where it has elements: `read_call`).
-            let bytes = unsafe { host_bytes(v.ptr, v.span_bytes()?) };
+            // Read through the kernel: a bogus pointer is an error, not a crash.
+            let bytes = crate::hostmem::read(v.ptr, v.span_bytes()?)
+                .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
             t.data = Some(host_tensor(name, v, &bytes)?);
             storage.push(bytes);
         }
@@ -704,6 +692,26 @@ impl<K: HostKernel> Engine<K> {
         let entry = self.entry(sim, &cfg, call, &args, true)?;
         self.check_overlap(&entry.kernel, call)?;
         self.check_alignment(&entry.kernel, call)?;
+        // Every written array must take its results: write its own bytes
+        // back first, so memory that is not writable fails the call before
+        // any array is changed.
+        for (i, (name, v)) in call.views.iter().enumerate() {
+            if !entry
+                .kernel
+                .tensors
+                .values()
+                .any(|t| t.name == *name && t.access.writes())
+            {
+                continue;
+            }
+            let runs = crate::hostmem::runs(&v.offsets(), v.dtype.size());
+            let pieces: Vec<(usize, &[u8])> = runs
+                .iter()
+                .map(|&(at, len)| (at, &storage[i][at..at + len]))
+                .collect();
+            crate::hostmem::write(v.ptr, &pieces)
+                .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
+        }
         let grid = K::grid(&cfg, &args).map_err(PyValueError::new_err)?;
         let module = entry.module::<SimDevice>()?;
         let buffers = storage
@@ -723,19 +731,14 @@ impl<K: HostKernel> Engine<K> {
             let out = sim
                 .download(&buffers[i])
                 .map_err(|e| runtime_err("simulator download", e))?;
-            let v = &call.views[i].1;
-            let size = v.dtype.size();
-            for o in v.offsets() {
-                let at = o * size;
-                // SAFETY: `o` is an element of the (writable, checked) view.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        out[at..at + size].as_ptr(),
-                        (v.ptr as *mut u8).add(at),
-                        size,
-                    );
-                }
-            }
+            let (name, v) = &call.views[i];
+            let runs = crate::hostmem::runs(&v.offsets(), v.dtype.size());
+            let pieces: Vec<(usize, &[u8])> = runs
+                .iter()
+                .map(|&(at, len)| (at, &out[at..at + len]))
+                .collect();
+            crate::hostmem::write(v.ptr, &pieces)
+                .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
         }
         self.launched(entry);
         Ok(())

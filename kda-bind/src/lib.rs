@@ -31,6 +31,7 @@
 
 pub mod engine;
 pub mod gpu;
+pub mod hostmem;
 pub mod view;
 
 pub use engine::{Engine, compiled};
