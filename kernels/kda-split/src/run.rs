@@ -114,7 +114,7 @@ pub fn contiguous_layouts(
     layouts.push(if t == 1 {
         layout("slots", DType::I32, vec![1])
     } else {
-        layout("slot_table", DType::I32, vec![1, t])
+        layout("slots", DType::I32, vec![1, t])
     });
     layouts.extend([
         layout("state", DType::F32, vec![slots, h, d, d]),
