@@ -15,7 +15,8 @@ fn wgmma_variants_lower_and_assemble() {
         eprintln!("ptxas not found (set KDA_PTXAS): checking the PTX text only");
     }
     let mut cases = vec![];
-    for n in [8, 16, 64, 128, 256] {
+    // The sizes the GEMMs use, and two other multiples of 8.
+    for n in [8, 16, 24, 32, 64, 128, 136, 256] {
         cases.push((n, 64, Swizzle::B128));
     }
     for s in Swizzle::ALL {
