@@ -204,3 +204,55 @@ fn accumulator_reads_wait_for_their_group() {
     }));
     assert!(e.contains("may still be in flight"), "{e}");
 }
+
+/// A K loop that keeps one group in flight across iterations
+/// (`wait_group 1`), the accumulator carried by the `for`; after the loop,
+/// `tail`, then every thread stores its first accumulator.
+fn pipelined(tail: impl FnOnce(&mut Builder)) -> Kernel {
+    let mut b = Builder::new(
+        "wg_pipe",
+        LaunchDecl {
+            block: 128,
+            cluster: 1,
+            min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
+        },
+    );
+    let out = b.tensor(
+        "out",
+        kda_ir::Scalar::F32,
+        &[kda_ir::Dim::Const(128)],
+        &[kda_ir::Dim::Const(1)],
+        kda_ir::Provenance::Ready,
+        kda_ir::Access::Write,
+    );
+    let wg = b.role("wg", 0, 128);
+    let sa = b.shared_tile("a", 64, 64, Swizzle::B128, &[wg]);
+    let sb = b.shared_tile("b", 8, 64, Swizzle::B128, &[wg]);
+    b.in_role(wg, |b| {
+        let t = b.thread_idx();
+        let z = b.u32(0);
+        b.wgmma_fence();
+        let d = b.wgmma(8, sa, z, sb, z, None);
+        b.wgmma_commit();
+        let (k16, k64) = (b.u32(16), b.u32(64));
+        let d = b.for_(k16, k64, k16, &d, |b, k, acc| {
+            b.wgmma_fence();
+            let d = b.wgmma(8, sa, k, sb, k, Some(acc));
+            b.wgmma_commit();
+            b.wgmma_wait(1);
+            d
+        });
+        tail(b);
+        b.st_global(out, &[t], d[0], None, kda_ir::CachePolicy::Normal);
+    });
+    b.finish()
+}
+
+#[test]
+fn a_pipelined_loop_carries_its_accumulators_in_flight() {
+    assert_eq!(errors(&pipelined(|b| b.wgmma_wait(0))), "");
+    let e = errors(&pipelined(|_| {}));
+    assert!(e.contains("`st.global` reads v"), "{e}");
+    assert!(e.contains("may still be in flight"), "{e}");
+}

@@ -686,9 +686,16 @@ impl<'k> Emit<'k> {
                     self.alloc.def(p, k.ty(p));
                 }
             }
-            if !matches!(d.op, Op::Wgmma { .. }) {
-                let slots: Box<[u32]> = d
-                    .args
+            // A yield or a loop's initial values carry accumulators on (the
+            // copies pass their pending state to the destination, see
+            // exec/wgmma.rs); a `for`'s bounds are plain reads.
+            let reads: &[Value] = match d.op {
+                Op::Wgmma { .. } | Op::Yield | Op::While { .. } => &[],
+                Op::For { .. } => &d.args[..3.min(d.args.len())],
+                _ => &d.args,
+            };
+            {
+                let slots: Box<[u32]> = reads
                     .iter()
                     .filter(|&&v| self.wg_results.contains(&v))
                     .map(|&v| self.s(v))

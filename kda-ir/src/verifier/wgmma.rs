@@ -8,9 +8,12 @@
 //! Groups ([`groups`]): a forward walk over the region tree knows which wgmma
 //! results may still be in flight (issued and not covered by a
 //! `wgmma.wait_group`), and rejects any use of one other than as a later
-//! wgmma's accumulator operand (a `yield` or a loop's initial value counts
-//! as a use). A may-analysis: after an `if`, what either branch left in
-//! flight; after a loop, what the body may leave. What it cannot see (a
+//! wgmma's accumulator operand or a value a `for` or `if` carries on (the
+//! loop parameter or result stays in flight with it, as its registers are
+//! the same: a pipelined loop may `wait_group 1` and chain into the next
+//! iteration; a `while` carrying one is a read). A may-analysis: after an
+//! `if`, what either branch left in flight; after a loop, what the body may
+//! leave. What it cannot see (a
 //! wait in a branch, counts it cannot follow) the simulator checks at run
 //! time.
 
@@ -105,7 +108,7 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
             cx,
             reported: Vec::new(),
         };
-        g.region(k.body, &mut Pending::new());
+        g.region(k.body, &mut Pending::new(), false);
     }
 }
 
@@ -129,12 +132,39 @@ struct Groups<'a, 'k> {
 }
 
 impl Groups<'_, '_> {
-    fn region(&mut self, r: Region, s: &mut Pending) {
+    /// The values region `r` yields (none if it does not end in a yield).
+    fn yields(&self, r: Region) -> Vec<Value> {
+        let k = self.cx.k;
+        match k.regions[r].insts.last() {
+            Some(&y) if matches!(k.insts[y].op, Op::Yield) => k.insts[y].args.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `to[j]` may be in flight when `from[j]` may (a carried or yielded
+    /// accumulator stays in the same registers).
+    fn carry(s: &mut Pending, to: &[Value], from: &[Value], src: &Pending) {
+        for (&t, f) in to.iter().zip(from) {
+            if let Some(&e) = src.get(f) {
+                s.insert(t, e);
+            }
+        }
+    }
+
+    /// Walk region `r`. With `carries`, its yield passes accumulators on
+    /// (a `for` body's or an `if` branch's) rather than reading them.
+    fn region(&mut self, r: Region, s: &mut Pending, carries: bool) {
         let k = self.cx.k;
         for &i in &k.regions[r].insts {
             let d = &k.insts[i];
-            if !matches!(d.op, Op::Wgmma { .. })
-                && let Some((&v, &(w, age))) = d.args.iter().find_map(|a| s.get_key_value(a))
+            // The operands that read values; carried ones pass on.
+            let reads: &[Value] = match d.op {
+                Op::Wgmma { .. } => &[],
+                Op::Yield if carries => &[],
+                Op::For { .. } => &d.args[..3.min(d.args.len())],
+                _ => &d.args,
+            };
+            if let Some((&v, &(w, age))) = reads.iter().find_map(|a| s.get_key_value(a))
                 && !self.reported.contains(&i)
             {
                 self.reported.push(i);
@@ -163,25 +193,54 @@ impl Groups<'_, '_> {
                     }
                 }
                 Op::WgmmaWait(n) => s.retain(|_, e| e.1 == 0 || e.1 <= n),
+                Op::For { body } => {
+                    // Iteration one from the initial values, iteration two
+                    // from what one yields as well; after the loop, what
+                    // either leaves (or the initial values: no iteration).
+                    let params = &k.regions[body].params;
+                    let init = d.args.get(3..).unwrap_or(&[]);
+                    let before = s.clone();
+                    let mut first = before.clone();
+                    Self::carry(&mut first, params.get(1..).unwrap_or(&[]), init, &before);
+                    self.region(body, &mut first, true);
+                    let ys = self.yields(body);
+                    let mut again = first.clone();
+                    join(&mut again, &before);
+                    Self::carry(&mut again, params.get(1..).unwrap_or(&[]), &ys, &first);
+                    let mut second = again.clone();
+                    self.region(body, &mut second, true);
+                    join(s, &first);
+                    join(s, &second);
+                    Self::carry(s, &d.results, init, &before);
+                    Self::carry(s, &d.results, &ys, &first);
+                    Self::carry(s, &d.results, &ys, &second);
+                }
+                Op::If { then, els } => {
+                    // Exactly one branch runs.
+                    let before = std::mem::take(s);
+                    for r in [then, els] {
+                        let mut inner = before.clone();
+                        self.region(r, &mut inner, true);
+                        let ys = self.yields(r);
+                        let src = inner.clone();
+                        Self::carry(&mut inner, &d.results, &ys, &src);
+                        join(s, &inner);
+                    }
+                }
                 _ => {
+                    // `while` (its carried values count as reads), `role`.
                     let regions = d.op.regions();
                     if regions.is_empty() {
                         continue;
                     }
                     let before = s.clone();
-                    if let Op::If { .. } = d.op {
-                        // Exactly one branch runs.
-                        s.clear();
-                    }
                     for r in regions {
-                        // Each region from the state before the op; a loop
-                        // body also from the state its last iteration left.
                         let mut inner = before.clone();
-                        self.region(r, &mut inner);
-                        if matches!(d.op, Op::For { .. } | Op::While { .. }) {
+                        self.region(r, &mut inner, false);
+                        if matches!(d.op, Op::While { .. }) {
                             let mut again = inner.clone();
                             join(&mut again, &before);
-                            self.region(r, &mut again);
+                            self.region(r, &mut again, false);
                             join(&mut inner, &again);
                         }
                         join(s, &inner);
