@@ -209,6 +209,12 @@ fn accumulator_reads_wait_for_their_group() {
 /// (`wait_group 1`), the accumulator carried by the `for`; after the loop,
 /// `tail`, then every thread stores its first accumulator.
 fn pipelined(tail: impl FnOnce(&mut Builder)) -> Kernel {
+    pipelined_from(true, tail)
+}
+
+/// The same; without `waited`, the first wgmma's group is still in flight
+/// when the loop copies its result into the loop parameter.
+fn pipelined_from(waited: bool, tail: impl FnOnce(&mut Builder)) -> Kernel {
     let mut b = Builder::new(
         "wg_pipe",
         LaunchDecl {
@@ -235,6 +241,9 @@ fn pipelined(tail: impl FnOnce(&mut Builder)) -> Kernel {
         b.wgmma_fence();
         let d = b.wgmma(8, sa, z, sb, z, None);
         b.wgmma_commit();
+        if waited {
+            b.wgmma_wait(0);
+        }
         let (k16, k64) = (b.u32(16), b.u32(64));
         let d = b.for_(k16, k64, k16, &d, |b, k, acc| {
             b.wgmma_fence();
@@ -255,4 +264,7 @@ fn a_pipelined_loop_carries_its_accumulators_in_flight() {
     let e = errors(&pipelined(|_| {}));
     assert!(e.contains("`st.global` reads v"), "{e}");
     assert!(e.contains("may still be in flight"), "{e}");
+    // A loop's initial value is copied into the parameter: a read.
+    let e = errors(&pipelined_from(false, |b| b.wgmma_wait(0)));
+    assert!(e.contains("`for` reads v"), "{e}");
 }

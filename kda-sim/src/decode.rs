@@ -686,12 +686,11 @@ impl<'k> Emit<'k> {
                     self.alloc.def(p, k.ty(p));
                 }
             }
-            // A yield or a loop's initial values carry accumulators on (the
-            // copies pass their pending state to the destination, see
-            // exec/wgmma.rs); a `for`'s bounds are plain reads.
+            // A yield carries accumulators on (the copies pass their
+            // pending state to the destination, see exec/wgmma.rs; the
+            // verifier allows it only where PTX keeps the registers).
             let reads: &[Value] = match d.op {
-                Op::Wgmma { .. } | Op::Yield | Op::While { .. } => &[],
-                Op::For { .. } => &d.args[..3.min(d.args.len())],
+                Op::Wgmma { .. } | Op::Yield => &[],
                 _ => &d.args,
             };
             {

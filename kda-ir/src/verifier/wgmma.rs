@@ -8,10 +8,11 @@
 //! Groups ([`groups`]): a forward walk over the region tree knows which wgmma
 //! results may still be in flight (issued and not covered by a
 //! `wgmma.wait_group`), and rejects any use of one other than as a later
-//! wgmma's accumulator operand or a value a `for` or `if` carries on (the
-//! loop parameter or result stays in flight with it, as its registers are
-//! the same: a pipelined loop may `wait_group 1` and chain into the next
-//! iteration; a `while` carrying one is a read). A may-analysis: after an
+//! wgmma's accumulator operand, or a `for` body yielding the accumulator it
+//! chained into the loop parameter in place (same registers in PTX: a
+//! pipelined loop may `wait_group 1` and chain into the next iteration; any
+//! other yield, a loop's initial value or an `if` result is a copy, so a
+//! read). A may-analysis: after an
 //! `if`, what either branch left in flight; after a loop, what the body may
 //! leave. What it cannot see (a
 //! wait in a branch, counts it cannot follow) the simulator checks at run
@@ -151,18 +152,28 @@ impl Groups<'_, '_> {
         }
     }
 
-    /// Walk region `r`. With `carries`, its yield passes accumulators on
-    /// (a `for` body's or an `if` branch's) rather than reading them.
+    /// Walk region `r`. With `carries` (a `for` body), its yield passes an
+    /// accumulator on where it stays in its registers: the yielded value is
+    /// the result of a wgmma that chained into the matching loop parameter,
+    /// used only there (the emitter gives result and parameter the same
+    /// registers). Any other yield of a value in flight, a loop's initial
+    /// value and an `if` result are copies, so reads.
     fn region(&mut self, r: Region, s: &mut Pending, carries: bool) {
         let k = self.cx.k;
         for &i in &k.regions[r].insts {
             let d = &k.insts[i];
-            // The operands that read values; carried ones pass on.
-            let reads: &[Value] = match d.op {
-                Op::Wgmma { .. } => &[],
-                Op::Yield if carries => &[],
-                Op::For { .. } => &d.args[..3.min(d.args.len())],
-                _ => &d.args,
+            let reads: Vec<Value> = match d.op {
+                Op::Wgmma { .. } => Vec::new(),
+                Op::Yield if carries => {
+                    let params = &k.regions[r].params;
+                    d.args
+                        .iter()
+                        .enumerate()
+                        .filter(|&(j, &v)| !params.get(j + 1).is_some_and(|&p| in_place(k, v, p)))
+                        .map(|(_, &v)| v)
+                        .collect()
+                }
+                _ => d.args.clone(),
             };
             if let Some((&v, &(w, age))) = reads.iter().find_map(|a| s.get_key_value(a))
                 && !self.reported.contains(&i)
@@ -198,10 +209,8 @@ impl Groups<'_, '_> {
                     // from what one yields as well; after the loop, what
                     // either leaves (or the initial values: no iteration).
                     let params = &k.regions[body].params;
-                    let init = d.args.get(3..).unwrap_or(&[]);
                     let before = s.clone();
                     let mut first = before.clone();
-                    Self::carry(&mut first, params.get(1..).unwrap_or(&[]), init, &before);
                     self.region(body, &mut first, true);
                     let ys = self.yields(body);
                     let mut again = first.clone();
@@ -211,7 +220,7 @@ impl Groups<'_, '_> {
                     self.region(body, &mut second, true);
                     join(s, &first);
                     join(s, &second);
-                    Self::carry(s, &d.results, init, &before);
+                    // The results live in the parameters' registers.
                     Self::carry(s, &d.results, &ys, &first);
                     Self::carry(s, &d.results, &ys, &second);
                 }
@@ -220,10 +229,7 @@ impl Groups<'_, '_> {
                     let before = std::mem::take(s);
                     for r in [then, els] {
                         let mut inner = before.clone();
-                        self.region(r, &mut inner, true);
-                        let ys = self.yields(r);
-                        let src = inner.clone();
-                        Self::carry(&mut inner, &d.results, &ys, &src);
+                        self.region(r, &mut inner, false);
                         join(s, &inner);
                     }
                 }
@@ -300,4 +306,24 @@ fn operand(cx: &mut Ctx, i: crate::entities::Inst, b: Buffer, which: &str, rows:
     for e in errs {
         cx.error(i, format!("`{m}` reads {which} from {name}: {e}"));
     }
+}
+
+/// Whether yielding `v` into loop parameter `p` keeps it in its registers:
+/// `v` is a result of a wgmma whose matching accumulator operand is `p`,
+/// and `p` has no other use (the PTX emitter's condition for giving them
+/// the same registers).
+fn in_place(k: &crate::kernel::Kernel, v: Value, p: Value) -> bool {
+    let crate::kernel::ValueDef::Result(w, n) = k.values[v].def else {
+        return false;
+    };
+    let d = &k.insts[w];
+    if !matches!(d.op, Op::Wgmma { scale_d: true, .. }) || d.args.get(2 + n as usize) != Some(&p) {
+        return false;
+    }
+    let uses: usize = k
+        .insts
+        .values()
+        .map(|d| d.args.iter().filter(|&&a| a == p).count())
+        .sum();
+    uses == 1
 }
