@@ -163,6 +163,14 @@ impl Groups<'_, '_> {
         for &i in &k.regions[r].insts {
             let d = &k.insts[i];
             let reads: Vec<Value> = match d.op {
+                // A chained accumulator is read in place only when it dies
+                // here in this region (the emitter then gives the result its
+                // registers); otherwise the emitter copies it first.
+                Op::Wgmma { scale_d: true, .. } => d.args[2.min(d.args.len())..]
+                    .iter()
+                    .copied()
+                    .filter(|&c| !dies_at(k, r, c))
+                    .collect(),
                 Op::Wgmma { .. } => Vec::new(),
                 Op::Yield if carries => {
                     let params = &k.regions[r].params;
@@ -310,8 +318,8 @@ fn operand(cx: &mut Ctx, i: crate::entities::Inst, b: Buffer, which: &str, rows:
 
 /// Whether yielding `v` into loop parameter `p` keeps it in its registers:
 /// `v` is a result of a wgmma whose matching accumulator operand is `p`,
-/// and `p` has no other use (the PTX emitter's condition for giving them
-/// the same registers).
+/// and `p` has no other use (with the wgmma in `p`'s region, the PTX
+/// emitter's condition for giving them the same registers).
 fn in_place(k: &crate::kernel::Kernel, v: Value, p: Value) -> bool {
     let crate::kernel::ValueDef::Result(w, n) = k.values[v].def else {
         return false;
@@ -326,4 +334,20 @@ fn in_place(k: &crate::kernel::Kernel, v: Value, p: Value) -> bool {
         .map(|d| d.args.iter().filter(|&&a| a == p).count())
         .sum();
     uses == 1
+}
+
+/// Whether `v` has one use and is defined in region `r` (a parameter of it
+/// or a result of one of its instructions): used by a wgmma of `r`, its
+/// registers may become the result's.
+fn dies_at(k: &crate::kernel::Kernel, r: Region, v: Value) -> bool {
+    let uses: usize = k
+        .insts
+        .values()
+        .map(|d| d.args.iter().filter(|&&a| a == v).count())
+        .sum();
+    uses == 1
+        && match k.values[v].def {
+            crate::kernel::ValueDef::Param(p, _) => p == r,
+            crate::kernel::ValueDef::Result(j, _) => k.regions[r].insts.contains(&j),
+        }
 }
