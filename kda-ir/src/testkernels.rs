@@ -123,8 +123,20 @@ pub fn dsmem_exchange_reference(input: &[f32], cluster: u32) -> Vec<f32> {
 /// each step fenced, committed and waited for; each thread stores its `n/2`
 /// accumulators at their [`acc_coord`](crate::wgmma::acc_coord).
 pub fn wgmma_gemm(n: u32, kdim: u32, swizzle: crate::wgmma::Swizzle) -> Kernel {
+    wgmma_gemm_with(n, kdim, swizzle, 0)
+}
+
+/// [`wgmma_gemm`] with its K loop keeping one group in flight: each step
+/// waits with `wgmma.wait_group 1` (the accumulator carried by the loop
+/// while its newest group runs), and a `wait_group 0` follows the loop.
+pub fn wgmma_gemm_pipelined(n: u32, kdim: u32, swizzle: crate::wgmma::Swizzle) -> Kernel {
+    wgmma_gemm_with(n, kdim, swizzle, 1)
+}
+
+fn wgmma_gemm_with(n: u32, kdim: u32, swizzle: crate::wgmma::Swizzle, depth: u32) -> Kernel {
+    let pipe = if depth > 0 { "_pipelined" } else { "" };
     let mut b = Builder::new(
-        format!("wgmma_m64n{n}_k{kdim}_{}", swizzle.name()),
+        format!("wgmma_m64n{n}_k{kdim}_{}{pipe}", swizzle.name()),
         LaunchDecl {
             block: 128,
             cluster: 1,
@@ -187,9 +199,12 @@ pub fn wgmma_gemm(n: u32, kdim: u32, swizzle: crate::wgmma::Swizzle) -> Kernel {
             b.wgmma_fence();
             let d = b.wgmma(n, sa, k, sb, k, Some(acc));
             b.wgmma_commit();
-            b.wgmma_wait(0);
+            b.wgmma_wait(depth);
             d
         });
+        if depth > 0 {
+            b.wgmma_wait(0);
+        }
         // row = 16·warp + lane/4 (+8), col = 2·(lane%4) (+8·j +1).
         let (c5, c31, c2, c3, c1) = (b.u32(5), b.u32(31), b.u32(2), b.u32(3), b.u32(1));
         let warp = b.bin(BinOp::Shr, t, c5);

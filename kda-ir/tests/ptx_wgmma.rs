@@ -5,7 +5,7 @@
 //! of ptxas's wgmma serialisation warnings (C7510, C7511, C7515), which are
 //! errors here. Without ptxas the assembly is skipped with a message.
 
-use kda_ir::testkernels::wgmma_gemm;
+use kda_ir::testkernels::{wgmma_gemm, wgmma_gemm_pipelined};
 use kda_ir::wgmma::Swizzle;
 
 #[test]
@@ -15,15 +15,24 @@ fn wgmma_variants_lower_and_assemble() {
         eprintln!("ptxas not found (set KDA_PTXAS): checking the PTX text only");
     }
     let mut cases = vec![];
-    for n in [8, 16, 64, 128, 256] {
+    // The sizes the GEMMs use, and two other multiples of 8.
+    for n in [8, 16, 24, 32, 64, 128, 136, 256] {
         cases.push((n, 64, Swizzle::B128));
     }
     for s in Swizzle::ALL {
         cases.push((64, 64, s));
     }
     cases.push((128, 32, Swizzle::B32));
-    for (n, kdim, s) in cases {
-        let k = wgmma_gemm(n, kdim, s);
+    let mut kernels: Vec<_> = cases
+        .into_iter()
+        .map(|(n, kdim, s)| (n, s, wgmma_gemm(n, kdim, s)))
+        .collect();
+    kernels.push((
+        128,
+        Swizzle::B128,
+        wgmma_gemm_pipelined(128, 128, Swizzle::B128),
+    ));
+    for (n, s, k) in kernels {
         kda_ir::verifier::verify(&k).unwrap_or_else(|e| panic!("{}: {e}", k.name));
         let ptx = kda_ir::ptx::emit(&k).unwrap_or_else(|e| panic!("{}: {e}", k.name));
         let shape = format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{");

@@ -196,6 +196,10 @@ fn accumulator_reads_wait_for_their_group() {
         b.wgmma_wait(1);
     }));
     assert!(e.contains("while its group may still be in flight"), "{e}");
+    // Chaining an accumulator that is still used afterwards: the emitter
+    // copies it (a read) before the wgmma, while it may be in flight.
+    let e = errors(&read_after_chain_kept());
+    assert!(e.contains("`wgmma.mma_async` reads v"), "{e}");
     // A wait in only one branch of an `if` does not cover the read.
     let e = errors(&read_after(|b| {
         b.wgmma_commit();
@@ -203,4 +207,107 @@ fn accumulator_reads_wait_for_their_group() {
         b.if_(c, |b| b.wgmma_wait(0));
     }));
     assert!(e.contains("may still be in flight"), "{e}");
+}
+
+/// A K loop that keeps one group in flight across iterations
+/// (`wait_group 1`), the accumulator carried by the `for`; after the loop,
+/// `tail`, then every thread stores its first accumulator.
+fn pipelined(tail: impl FnOnce(&mut Builder)) -> Kernel {
+    pipelined_from(true, tail)
+}
+
+/// The same; without `waited`, the first wgmma's group is still in flight
+/// when the loop copies its result into the loop parameter.
+fn pipelined_from(waited: bool, tail: impl FnOnce(&mut Builder)) -> Kernel {
+    let mut b = Builder::new(
+        "wg_pipe",
+        LaunchDecl {
+            block: 128,
+            cluster: 1,
+            min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
+        },
+    );
+    let out = b.tensor(
+        "out",
+        kda_ir::Scalar::F32,
+        &[kda_ir::Dim::Const(128)],
+        &[kda_ir::Dim::Const(1)],
+        kda_ir::Provenance::Ready,
+        kda_ir::Access::Write,
+    );
+    let wg = b.role("wg", 0, 128);
+    let sa = b.shared_tile("a", 64, 64, Swizzle::B128, &[wg]);
+    let sb = b.shared_tile("b", 8, 64, Swizzle::B128, &[wg]);
+    b.in_role(wg, |b| {
+        let t = b.thread_idx();
+        let z = b.u32(0);
+        b.wgmma_fence();
+        let d = b.wgmma(8, sa, z, sb, z, None);
+        b.wgmma_commit();
+        if waited {
+            b.wgmma_wait(0);
+        }
+        let (k16, k64) = (b.u32(16), b.u32(64));
+        let d = b.for_(k16, k64, k16, &d, |b, k, acc| {
+            b.wgmma_fence();
+            let d = b.wgmma(8, sa, k, sb, k, Some(acc));
+            b.wgmma_commit();
+            b.wgmma_wait(1);
+            d
+        });
+        tail(b);
+        b.st_global(out, &[t], d[0], None, kda_ir::CachePolicy::Normal);
+    });
+    b.finish()
+}
+
+#[test]
+fn a_pipelined_loop_carries_its_accumulators_in_flight() {
+    assert_eq!(errors(&pipelined(|b| b.wgmma_wait(0))), "");
+    let e = errors(&pipelined(|_| {}));
+    assert!(e.contains("`st.global` reads v"), "{e}");
+    assert!(e.contains("may still be in flight"), "{e}");
+    // A loop's initial value is copied into the parameter: a read.
+    let e = errors(&pipelined_from(false, |b| b.wgmma_wait(0)));
+    assert!(e.contains("`for` reads v"), "{e}");
+}
+
+/// Two chained wgmmas, the first's accumulators also stored after the wait:
+/// the chain is a copy, not in place.
+fn read_after_chain_kept() -> Kernel {
+    let mut b = Builder::new(
+        "wg_kept",
+        LaunchDecl {
+            block: 128,
+            cluster: 1,
+            min_blocks_per_sm: None,
+            cluster_policy: Default::default(),
+        },
+    );
+    let out = b.tensor(
+        "out",
+        kda_ir::Scalar::F32,
+        &[kda_ir::Dim::Const(256)],
+        &[kda_ir::Dim::Const(1)],
+        kda_ir::Provenance::Ready,
+        kda_ir::Access::Write,
+    );
+    let wg = b.role("wg", 0, 128);
+    let sa = b.shared_tile("a", 64, 16, Swizzle::None, &[wg]);
+    let sb = b.shared_tile("b", 8, 16, Swizzle::None, &[wg]);
+    b.in_role(wg, |b| {
+        let t = b.thread_idx();
+        let z = b.u32(0);
+        b.wgmma_fence();
+        let d1 = b.wgmma(8, sa, z, sb, z, None);
+        let d2 = b.wgmma(8, sa, z, sb, z, Some(&d1));
+        b.wgmma_commit();
+        b.wgmma_wait(0);
+        b.st_global(out, &[t], d1[0], None, kda_ir::CachePolicy::Normal);
+        let c128 = b.u32(128);
+        let t2 = b.add(t, c128);
+        b.st_global(out, &[t2], d2[0], None, kda_ir::CachePolicy::Normal);
+    });
+    b.finish()
 }

@@ -686,9 +686,15 @@ impl<'k> Emit<'k> {
                     self.alloc.def(p, k.ty(p));
                 }
             }
-            if !matches!(d.op, Op::Wgmma { .. }) {
-                let slots: Box<[u32]> = d
-                    .args
+            // A yield carries accumulators on (the copies pass their
+            // pending state to the destination, see exec/wgmma.rs; the
+            // verifier allows it only where PTX keeps the registers).
+            let reads: &[Value] = match d.op {
+                Op::Wgmma { .. } | Op::Yield => &[],
+                _ => &d.args,
+            };
+            {
+                let slots: Box<[u32]> = reads
                     .iter()
                     .filter(|&&v| self.wg_results.contains(&v))
                     .map(|&v| self.s(v))

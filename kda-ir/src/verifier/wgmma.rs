@@ -8,9 +8,13 @@
 //! Groups ([`groups`]): a forward walk over the region tree knows which wgmma
 //! results may still be in flight (issued and not covered by a
 //! `wgmma.wait_group`), and rejects any use of one other than as a later
-//! wgmma's accumulator operand (a `yield` or a loop's initial value counts
-//! as a use). A may-analysis: after an `if`, what either branch left in
-//! flight; after a loop, what the body may leave. What it cannot see (a
+//! wgmma's accumulator operand, or a `for` body yielding the accumulator it
+//! chained into the loop parameter in place (same registers in PTX: a
+//! pipelined loop may `wait_group 1` and chain into the next iteration; any
+//! other yield, a loop's initial value or an `if` result is a copy, so a
+//! read). A may-analysis: after an
+//! `if`, what either branch left in flight; after a loop, what the body may
+//! leave. What it cannot see (a
 //! wait in a branch, counts it cannot follow) the simulator checks at run
 //! time.
 
@@ -105,7 +109,7 @@ pub(super) fn check(cx: &mut Ctx, layout: &Layout) {
             cx,
             reported: Vec::new(),
         };
-        g.region(k.body, &mut Pending::new());
+        g.region(k.body, &mut Pending::new(), false);
     }
 }
 
@@ -129,12 +133,57 @@ struct Groups<'a, 'k> {
 }
 
 impl Groups<'_, '_> {
-    fn region(&mut self, r: Region, s: &mut Pending) {
+    /// The values region `r` yields (none if it does not end in a yield).
+    fn yields(&self, r: Region) -> Vec<Value> {
+        let k = self.cx.k;
+        match k.regions[r].insts.last() {
+            Some(&y) if matches!(k.insts[y].op, Op::Yield) => k.insts[y].args.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `to[j]` may be in flight when `from[j]` may (a carried or yielded
+    /// accumulator stays in the same registers).
+    fn carry(s: &mut Pending, to: &[Value], from: &[Value], src: &Pending) {
+        for (&t, f) in to.iter().zip(from) {
+            if let Some(&e) = src.get(f) {
+                s.insert(t, e);
+            }
+        }
+    }
+
+    /// Walk region `r`. With `carries` (a `for` body), its yield passes an
+    /// accumulator on where it stays in its registers: the yielded value is
+    /// the result of a wgmma that chained into the matching loop parameter,
+    /// used only there (the emitter gives result and parameter the same
+    /// registers). Any other yield of a value in flight, a loop's initial
+    /// value and an `if` result are copies, so reads.
+    fn region(&mut self, r: Region, s: &mut Pending, carries: bool) {
         let k = self.cx.k;
         for &i in &k.regions[r].insts {
             let d = &k.insts[i];
-            if !matches!(d.op, Op::Wgmma { .. })
-                && let Some((&v, &(w, age))) = d.args.iter().find_map(|a| s.get_key_value(a))
+            let reads: Vec<Value> = match d.op {
+                // A chained accumulator is read in place only when it dies
+                // here in this region (the emitter then gives the result its
+                // registers); otherwise the emitter copies it first.
+                Op::Wgmma { scale_d: true, .. } => d.args[2.min(d.args.len())..]
+                    .iter()
+                    .copied()
+                    .filter(|&c| !dies_at(k, r, c))
+                    .collect(),
+                Op::Wgmma { .. } => Vec::new(),
+                Op::Yield if carries => {
+                    let params = &k.regions[r].params;
+                    d.args
+                        .iter()
+                        .enumerate()
+                        .filter(|&(j, &v)| !params.get(j + 1).is_some_and(|&p| in_place(k, v, p)))
+                        .map(|(_, &v)| v)
+                        .collect()
+                }
+                _ => d.args.clone(),
+            };
+            if let Some((&v, &(w, age))) = reads.iter().find_map(|a| s.get_key_value(a))
                 && !self.reported.contains(&i)
             {
                 self.reported.push(i);
@@ -163,25 +212,49 @@ impl Groups<'_, '_> {
                     }
                 }
                 Op::WgmmaWait(n) => s.retain(|_, e| e.1 == 0 || e.1 <= n),
+                Op::For { body } => {
+                    // Iteration one from the initial values, iteration two
+                    // from what one yields as well; after the loop, what
+                    // either leaves (or the initial values: no iteration).
+                    let params = &k.regions[body].params;
+                    let before = s.clone();
+                    let mut first = before.clone();
+                    self.region(body, &mut first, true);
+                    let ys = self.yields(body);
+                    let mut again = first.clone();
+                    join(&mut again, &before);
+                    Self::carry(&mut again, params.get(1..).unwrap_or(&[]), &ys, &first);
+                    let mut second = again.clone();
+                    self.region(body, &mut second, true);
+                    join(s, &first);
+                    join(s, &second);
+                    // The results live in the parameters' registers.
+                    Self::carry(s, &d.results, &ys, &first);
+                    Self::carry(s, &d.results, &ys, &second);
+                }
+                Op::If { then, els } => {
+                    // Exactly one branch runs.
+                    let before = std::mem::take(s);
+                    for r in [then, els] {
+                        let mut inner = before.clone();
+                        self.region(r, &mut inner, false);
+                        join(s, &inner);
+                    }
+                }
                 _ => {
+                    // `while` (its carried values count as reads), `role`.
                     let regions = d.op.regions();
                     if regions.is_empty() {
                         continue;
                     }
                     let before = s.clone();
-                    if let Op::If { .. } = d.op {
-                        // Exactly one branch runs.
-                        s.clear();
-                    }
                     for r in regions {
-                        // Each region from the state before the op; a loop
-                        // body also from the state its last iteration left.
                         let mut inner = before.clone();
-                        self.region(r, &mut inner);
-                        if matches!(d.op, Op::For { .. } | Op::While { .. }) {
+                        self.region(r, &mut inner, false);
+                        if matches!(d.op, Op::While { .. }) {
                             let mut again = inner.clone();
                             join(&mut again, &before);
-                            self.region(r, &mut again);
+                            self.region(r, &mut again, false);
                             join(&mut inner, &again);
                         }
                         join(s, &inner);
@@ -241,4 +314,40 @@ fn operand(cx: &mut Ctx, i: crate::entities::Inst, b: Buffer, which: &str, rows:
     for e in errs {
         cx.error(i, format!("`{m}` reads {which} from {name}: {e}"));
     }
+}
+
+/// Whether yielding `v` into loop parameter `p` keeps it in its registers:
+/// `v` is a result of a wgmma whose matching accumulator operand is `p`,
+/// and `p` has no other use (with the wgmma in `p`'s region, the PTX
+/// emitter's condition for giving them the same registers).
+fn in_place(k: &crate::kernel::Kernel, v: Value, p: Value) -> bool {
+    let crate::kernel::ValueDef::Result(w, n) = k.values[v].def else {
+        return false;
+    };
+    let d = &k.insts[w];
+    if !matches!(d.op, Op::Wgmma { scale_d: true, .. }) || d.args.get(2 + n as usize) != Some(&p) {
+        return false;
+    }
+    let uses: usize = k
+        .insts
+        .values()
+        .map(|d| d.args.iter().filter(|&&a| a == p).count())
+        .sum();
+    uses == 1
+}
+
+/// Whether `v` has one use and is defined in region `r` (a parameter of it
+/// or a result of one of its instructions): used by a wgmma of `r`, its
+/// registers may become the result's.
+fn dies_at(k: &crate::kernel::Kernel, r: Region, v: Value) -> bool {
+    let uses: usize = k
+        .insts
+        .values()
+        .map(|d| d.args.iter().filter(|&&a| a == v).count())
+        .sum();
+    uses == 1
+        && match k.values[v].def {
+            crate::kernel::ValueDef::Param(p, _) => p == r,
+            crate::kernel::ValueDef::Result(j, _) => k.regions[r].insts.contains(&j),
+        }
 }

@@ -12,6 +12,9 @@ use crate::numeric::{get_elem, set_elem};
 /// Run one op of the family.
 #[inline(always)]
 pub(super) fn exec(ins: &Ins, w: &mut Warp, cx: &mut Cluster<'_>) -> Next {
+    if !w.wg_open.is_empty() || !w.wg_groups.is_empty() {
+        super::wgmma::carry(ins, w);
+    }
     let active = w.active;
     let regs = &mut w.regs;
     match ins {

@@ -17,7 +17,9 @@
 //! retired (other than the next wgmma's accumulator operand) is an error,
 //! and so is an `st.shared` by any thread of the CTA into the bytes a wgmma
 //! of a group not yet retired reads (the hardware may still be reading
-//! them; the simulator read them at issue).
+//! them; the simulator read them at issue). A value a loop or an `if`
+//! carries on (its yield, a loop's initial value) stays in flight in its
+//! new slot: [`carry`].
 
 use kda_ir::wgmma::{acc_coord, descriptor};
 
@@ -218,4 +220,32 @@ pub(super) fn check_write(
         ),
         site: Box::new(site(prog, w, cx, Some(lane))),
     })
+}
+
+/// Before a control op's register copies: each destination whose source is
+/// an accumulator still in flight joins the source's group (a carried
+/// accumulator keeps its registers in PTX).
+#[cold]
+pub(super) fn carry(ins: &Ins, w: &mut Warp) {
+    let copies: Vec<&crate::decode::Copies> = match ins {
+        Ins::Move { copies }
+        | Ins::ForInit { copies, .. }
+        | Ins::ForNext { copies, .. }
+        | Ins::ForExit { copies }
+        | Ins::WhileInit { copies }
+        | Ins::WhileNext { copies, .. } => vec![copies],
+        Ins::WhileCond {
+            to_body, to_res, ..
+        } => vec![to_body, to_res],
+        _ => return,
+    };
+    for c in copies {
+        for &(dst, src, _) in c.moves.iter() {
+            if w.wg_open.contains(&src) {
+                w.wg_open.push(dst);
+            } else if let Some(g) = w.wg_groups.iter_mut().find(|g| g.contains(&src)) {
+                g.push(dst);
+            }
+        }
+    }
 }
