@@ -1276,8 +1276,8 @@ pub(crate) fn decode(k: &Kernel) -> Result<Program, SimError> {
     let warps = k.launch.block.div_ceil(32);
     let mut e = Emit {
         k,
-        layout: SharedLayout::new(k).ok_or_else(|| SimError::Unsupported {
-            what: "a shared-memory layout past 4 GiB".into(),
+        layout: SharedLayout::new(k).map_err(|what| SimError::Unsupported {
+            what,
             loc: k
                 .buffers
                 .values()

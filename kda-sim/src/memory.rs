@@ -204,6 +204,9 @@ impl<'a> TensorView<'a> {
     }
 }
 
+/// Shared memory a CTA can have on sm_90 (227 KiB, the verifier's budget).
+pub(crate) const MAX_SHARED_BYTES: u32 = 227 * 1024;
+
 /// Where each shared buffer and mbarrier lives in a CTA's shared memory.
 #[derive(Clone, Debug)]
 pub(crate) struct SharedLayout {
@@ -220,36 +223,37 @@ pub(crate) struct SharedLayout {
 }
 
 impl SharedLayout {
-    /// Lay out buffers in declaration order at their alignment (at least 4
-    /// bytes), then the mbarriers (8 bytes each, 8-aligned). `None` when the
-    /// layout passes 32-bit offsets (the verifier's 227 KiB budget refuses
-    /// such kernels; unverified ones must not wrap).
-    pub fn new(k: &Kernel) -> Option<SharedLayout> {
-        let mut off = 0u32;
-        let mut buffers = vec![];
-        let mut sizes = vec![];
-        let mut elem_bytes = vec![];
-        for (_, b) in k.buffers.iter() {
-            let a = b.align.max(4);
-            off = off.checked_next_multiple_of(a)?;
-            let size = u32::try_from(b.size()).ok()?;
-            buffers.push(off);
-            sizes.push(size);
-            elem_bytes.push(b.elem.bytes());
-            off = off.checked_add(size)?;
+    /// The PTX backend's layout (`kda_ir::ptx::Layout`: buffers by
+    /// descending alignment, bulk-copied ones 128-byte aligned, then the
+    /// mbarriers), so the simulator's offsets and size are the GPU's. `Err`
+    /// says why there is none: past 32-bit offsets, or past the shared
+    /// memory a CTA can have ([`MAX_SHARED_BYTES`]; the verifier refuses
+    /// such kernels, unverified ones must not make the simulator allocate
+    /// gigabytes).
+    pub fn new(k: &Kernel) -> Result<SharedLayout, String> {
+        let l = kda_ir::ptx::Layout::try_of(k).map_err(|e| e.to_string())?;
+        if l.bytes > MAX_SHARED_BYTES {
+            return Err(format!(
+                "a shared-memory layout of {} bytes, past the {MAX_SHARED_BYTES} a CTA can have",
+                l.bytes
+            ));
         }
-        off = off.checked_next_multiple_of(8)?;
-        let mut barriers = vec![];
-        for _ in k.barriers.iter() {
-            barriers.push(off);
-            off = off.checked_add(8)?;
+        let mut out = SharedLayout {
+            buffers: vec![],
+            sizes: vec![],
+            elem_bytes: vec![],
+            barriers: vec![],
+            bytes: l.bytes,
+        };
+        for (b, d) in k.buffers.iter() {
+            out.buffers.push(l.buffers[b]);
+            out.sizes
+                .push(u32::try_from(d.size()).map_err(|_| "a buffer past 4 GiB")?);
+            out.elem_bytes.push(d.elem.bytes());
         }
-        Some(SharedLayout {
-            buffers,
-            sizes,
-            elem_bytes,
-            barriers,
-            bytes: off.checked_next_multiple_of(16)?,
-        })
+        for (m, _) in k.barriers.iter() {
+            out.barriers.push(l.barriers[m]);
+        }
+        Ok(out)
     }
 }

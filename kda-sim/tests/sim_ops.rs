@@ -920,3 +920,43 @@ fn a_seed_gives_the_same_interleaving_whatever_the_thread_count() {
     // The race is visible: different seeds interleave differently.
     assert!(distinct.len() > 1);
 }
+
+/// The simulator lays out shared memory exactly as the PTX does (one
+/// layout function: offsets, mbarriers and size agree), and a legal but
+/// huge alignment (2^31) is an error, not an abort (issue 32 item 4).
+#[test]
+fn shared_layout_is_the_ptx_layout_and_huge_alignments_are_errors() {
+    use kda_ir::ptx::Layout;
+    let build = |align: u32| {
+        let mut b = kernel("layout", 64);
+        let out_t = vec1(&mut b, "out", Scalar::F32, 64, Access::Write);
+        let small = b.shared("small", Scalar::F32, 65, 4, &[], None);
+        let big = b.shared("big", Scalar::F32, 64, align, &[], None);
+        let (tid, _) = lane_of(&mut b);
+        let x = b.cvt(tid, Type::F32);
+        b.st_shared(big, tid, x);
+        b.st_shared(small, tid, x);
+        b.bar_sync(1, 64);
+        let v = b.ld_shared(big, tid, Type::F32);
+        b.st_global(out_t, &[tid], v, None, NORMAL);
+        b.finish()
+    };
+    let dev = SimDevice::new();
+    for align in [16, 128, 1024, 1 << 31] {
+        let k = build(align);
+        let m = dev.load(&k).unwrap();
+        let ptx = Layout::of(&k);
+        assert_eq!(m.shared_bytes(), ptx.bytes, "align {align}");
+        let offsets: Vec<u32> = k.buffers.keys().map(|b| ptx.buffers[b]).collect();
+        assert_eq!(m.buffer_offsets(), offsets.as_slice(), "align {align}");
+        let want: Vec<f32> = (0..64).map(|t| t as f32).collect();
+        assert_eq!(f32s(&run(&k, &[vec![0; 256]])[0]), want, "align {align}");
+    }
+    // Two such buffers need 2 GiB of shared memory: refused, not allocated.
+    let mut b = kernel("huge", 32);
+    for name in ["a", "b"] {
+        b.shared(name, Scalar::F32, 4, 1 << 31, &[], None);
+    }
+    let e = dev.load_unverified(&b.finish()).err().expect("refused");
+    assert!(e.to_string().contains("past the"), "{e}");
+}
