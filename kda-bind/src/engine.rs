@@ -15,7 +15,6 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
-use half::bf16;
 use kda_host::kernel::{ArgError, ArgErrorKind, ArgTensor, CallArgs, HostKernel};
 use kda_host::tune::{TuneEntry, TuneTable};
 use kda_host::{DType, HostData, HostTensor};
@@ -275,29 +274,9 @@ fn runtime_err(what: &str, e: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(format!("{what}: {e}"))
 }
 
-fn host_data(dtype: DType, bytes: &[u8]) -> HostData {
-    match dtype {
-        DType::Bf16 => bytes
-            .chunks_exact(2)
-            .map(|b| bf16::from_le_bytes([b[0], b[1]]))
-            .collect::<Vec<_>>()
-            .into(),
-        DType::F32 => bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect::<Vec<_>>()
-            .into(),
-        DType::I32 => bytes
-            .chunks_exact(4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect::<Vec<_>>()
-            .into(),
-    }
-}
-
 fn host_tensor(name: &str, v: &View, bytes: &[u8]) -> PyResult<HostTensor> {
     HostTensor::strided(
-        host_data(v.dtype, bytes),
+        HostData::from_le_bytes(v.dtype, bytes),
         v.shape.clone(),
         v.strides.clone(),
     )

@@ -407,3 +407,15 @@ pub fn grid_requests(args: &CallArgs) -> Result<u32, String> {
         b => Ok(b as u32),
     }
 }
+
+/// A schedule space: `first`, then each of `rest` not already in it, in
+/// order (what [`HostKernel::schedules`] returns).
+pub fn schedule_space<C: PartialEq>(first: C, rest: impl IntoIterator<Item = C>) -> Vec<C> {
+    let mut out = vec![first];
+    for c in rest {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}

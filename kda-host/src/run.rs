@@ -4,7 +4,6 @@
 //! choose the GPU or, saying why, the simulator ([`gpu_or_sim`]); time
 //! PDL-chained steps in a CUDA graph ([`Prepared::time_step`]).
 
-use half::bf16;
 use kda_ir::{Kernel, Scalar};
 use kda_runtime::typed::{self, Bound};
 use kda_runtime::{
@@ -132,23 +131,7 @@ fn storage_bytes(t: &HostTensor) -> Vec<u8> {
 }
 
 fn from_storage(like: &HostTensor, bytes: &[u8]) -> HostTensor {
-    let data: HostData = match like.dtype() {
-        DType::Bf16 => bytes
-            .chunks_exact(2)
-            .map(|c| bf16::from_le_bytes([c[0], c[1]]))
-            .collect::<Vec<_>>()
-            .into(),
-        DType::F32 => bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect::<Vec<_>>()
-            .into(),
-        DType::I32 => bytes
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect::<Vec<_>>()
-            .into(),
-    };
+    let data = HostData::from_le_bytes(like.dtype(), bytes);
     HostTensor::strided(data, like.shape().to_vec(), like.strides().to_vec())
         .expect("the device returned the storage it was given")
 }

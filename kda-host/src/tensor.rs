@@ -68,6 +68,28 @@ pub enum HostData {
 }
 
 impl HostData {
+    /// Elements of `dtype` from little-endian storage bytes (a trailing
+    /// partial element is ignored).
+    pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> HostData {
+        match dtype {
+            DType::Bf16 => bytes
+                .chunks_exact(2)
+                .map(|c| bf16::from_le_bytes([c[0], c[1]]))
+                .collect::<Vec<_>>()
+                .into(),
+            DType::F32 => bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect::<Vec<_>>()
+                .into(),
+            DType::I32 => bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect::<Vec<_>>()
+                .into(),
+        }
+    }
+
     /// The element type.
     pub fn dtype(&self) -> DType {
         match self {

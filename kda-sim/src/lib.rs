@@ -81,7 +81,7 @@ impl SimModule {
         &self.prog.kernel
     }
 
-    /// Bytes of shared memory per CTA (buffers at their alignment, then 8 bytes per mbarrier).
+    /// Bytes of shared memory per CTA: the PTX backend's layout (`kda_ir::ptx::Layout`).
     pub fn shared_bytes(&self) -> u32 {
         self.prog.layout.bytes
     }

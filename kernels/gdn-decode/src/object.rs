@@ -164,14 +164,8 @@ impl HostKernel for GdnKernel {
     /// The batch's default schedule first, then the crate's sweep list
     /// (the schedules its bench compares), each once.
     fn schedules(&self, l: &GdnLaunch) -> Vec<GdnLaunch> {
-        let mut out = vec![*l];
-        for s in k::sweep_schedules(l.cfg.tokens) {
-            let c = GdnLaunch { schedule: s, ..*l };
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
-        out
+        let sweep = k::sweep_schedules(l.cfg.tokens).into_iter();
+        kernel::schedule_space(*l, sweep.map(|schedule| GdnLaunch { schedule, ..*l }))
     }
 
     fn schedule_label(l: &GdnLaunch) -> String {

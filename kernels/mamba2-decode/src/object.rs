@@ -137,14 +137,10 @@ impl HostKernel for Mamba2Kernel {
     /// The batch's default schedule first, then the crate's sweep list
     /// (the schedules its bench compares), each once.
     fn schedules(&self, l: &Mamba2Launch) -> Vec<Mamba2Launch> {
-        let mut out = vec![*l];
-        for s in k::sweep_schedules() {
-            let c = Mamba2Launch { schedule: s, ..*l };
-            if Plan::with(&l.cfg, &s).is_ok() && !out.contains(&c) {
-                out.push(c);
-            }
-        }
-        out
+        let fits = k::sweep_schedules()
+            .into_iter()
+            .filter(|s| Plan::with(&l.cfg, s).is_ok());
+        kernel::schedule_space(*l, fits.map(|schedule| Mamba2Launch { schedule, ..*l }))
     }
 
     fn schedule_label(l: &Mamba2Launch) -> String {
