@@ -957,6 +957,6 @@ fn shared_layout_is_the_ptx_layout_and_huge_alignments_are_errors() {
     for name in ["a", "b"] {
         b.shared(name, Scalar::F32, 4, 1 << 31, &[], None);
     }
-    let e = dev.load_unverified(&b.finish()).err().expect("refused");
+    let e = dev.load_unverified(&b.finish()).expect_err("refused");
     assert!(e.to_string().contains("past the"), "{e}");
 }
