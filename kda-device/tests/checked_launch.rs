@@ -102,8 +102,5 @@ fn an_unverified_shared_layout_past_32_bits_is_refused_not_wrapped() {
         ..Default::default()
     });
     let e = dev.load(&k).unwrap_err();
-    assert!(
-        e.to_string().contains("overflows 32 bits"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("overflows 32 bits"), "{e}");
 }
