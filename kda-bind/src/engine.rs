@@ -10,7 +10,7 @@
 //! strides and device, whichever instance asks first.
 
 use std::any::{Any, TypeId};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -24,7 +24,7 @@ use kda_runtime::sim::SimModule;
 use kda_runtime::typed::{self, ArgIssue};
 use kda_runtime::{
     CudaDevice, CudaKernel, Device, ErasedArg, Launch, LaunchConfig, RuntimeError, ScalarArg,
-    SimBuffer, SimDevice, TensorShape,
+    SimDevice, TensorShape,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -92,9 +92,12 @@ struct KernelKey<C> {
     layout: Vec<(&'static str, DType, Vec<usize>)>,
 }
 
+/// A GPU call's base configuration, device, layouts and scalars: what the
+/// layout checks and the tuned choice depend on.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct LayoutKey<C> {
     cfg: C,
+    place: Place,
     tensors: Vec<(&'static str, DType, Vec<usize>, Vec<usize>)>,
     scalars: Vec<(&'static str, u64)>,
 }
@@ -102,8 +105,9 @@ struct LayoutKey<C> {
 /// What the process has built for one kernel type.
 struct Cache<C> {
     kernels: HashMap<KernelKey<C>, Arc<Entry>>,
-    /// GPU layouts that passed every layout check.
-    layouts: HashSet<LayoutKey<C>>,
+    /// GPU layouts that passed every layout check, each with the
+    /// configuration its calls run (the tuned schedule where one is stored).
+    layouts: HashMap<LayoutKey<C>, C>,
 }
 
 /// One [`Cache`] per kernel type (a generic static is not possible).
@@ -127,7 +131,7 @@ fn with_cache<K: HostKernel, R>(f: impl FnOnce(&mut Cache<K::Config>) -> R) -> P
     let slot = caches.entry(TypeId::of::<K>()).or_insert_with(|| {
         Box::new(Cache::<K::Config> {
             kernels: HashMap::new(),
-            layouts: HashSet::new(),
+            layouts: HashMap::new(),
         })
     });
     slot.downcast_mut::<Cache<K::Config>>()
@@ -181,8 +185,6 @@ pub struct Engine<K: HostKernel> {
     /// last compile happened (the part of the key that changed).
     last_key: Mutex<Option<KernelKey<K::Config>>>,
     recompile: Mutex<Option<String>>,
-    /// Tuned choices looked up so far, by tuning key (`None`: none stored).
-    tuned: Mutex<HashMap<String, Option<K::Config>>>,
 }
 
 /// The process's view of the tuning table (re-read after each autotune).
@@ -401,7 +403,6 @@ impl<K: HostKernel> Engine<K> {
             last: Mutex::new(None),
             last_key: Mutex::new(None),
             recompile: Mutex::new(None),
-            tuned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -632,9 +633,7 @@ impl<K: HostKernel> Engine<K> {
         args: &CallArgs,
         key: KernelKey<K::Config>,
     ) -> PyResult<Arc<Entry>> {
-        let mut kernel = K::build(cfg, args).map_err(PyValueError::new_err)?;
-        let syms = bind_layout(&kernel, args)?;
-        kernel.specialize_strides(&syms);
+        let kernel = specialized::<K>(cfg, args)?;
         let module = dev.load(&kernel).map_err(|e| runtime_err(D::LOADING, e))?;
         let entry = Arc::new(Entry {
             kernel,
@@ -738,10 +737,10 @@ impl<K: HostKernel> Engine<K> {
         let capturing =
             unsafe { g.capturing(cu_stream) }.map_err(|e| runtime_err("querying the stream", e))?;
         let mut args = call.layout_args();
-        let cfg = self.kernel.config(&args).map_err(PyValueError::new_err)?;
-        let cfg = self.tuned(&g.dev, &args, cfg);
+        let base = self.kernel.config(&args).map_err(PyValueError::new_err)?;
         let layout_key = LayoutKey {
-            cfg: cfg.clone(),
+            cfg: base.clone(),
+            place: call.place,
             tensors: call
                 .views
                 .iter()
@@ -753,10 +752,17 @@ impl<K: HostKernel> Engine<K> {
                 .map(|&(n, s)| (n, scalar_bits(s)))
                 .collect(),
         };
-        if !with_cache::<K, _>(|c| c.layouts.contains(&layout_key))? {
-            self.check_layout(&cfg, &args)?;
-            with_cache::<K, _>(|c| c.layouts.insert(layout_key))?;
-        }
+        // The tuning table and the layout checks are consulted once per
+        // layout, not on every call.
+        let cfg = match with_cache::<K, _>(|c| c.layouts.get(&layout_key).cloned())? {
+            Some(cfg) => cfg,
+            None => {
+                let cfg = self.tuned(&g.dev, &args, base);
+                self.check_layout(&cfg, &args)?;
+                with_cache::<K, _>(|c| c.layouts.insert(layout_key, cfg.clone()))?;
+                cfg
+            }
+        };
         let value_params = self.kernel.value_params();
         if !value_params.is_empty() && check_values.unwrap_or(!capturing) {
             if capturing {
@@ -817,16 +823,12 @@ impl<K: HostKernel> Engine<K> {
             self.kernel.name(),
             &self.kernel.tune_key(args),
         );
-        if let Some(found) = lock(&self.tuned).get(&key) {
-            return found.clone().unwrap_or(cfg);
-        }
         let found = tune_table().entries.get(&key).and_then(|e| {
             self.kernel
                 .schedules(&cfg)
                 .into_iter()
                 .find(|c| K::schedule_label(c) == e.choice)
         });
-        lock(&self.tuned).insert(key, found.clone());
         found.unwrap_or(cfg)
     }
 
@@ -968,7 +970,8 @@ impl<K: HostKernel> Engine<K> {
         let table = TuneTable::record(&path, key.clone(), entry)
             .map_err(|e| runtime_err(&format!("writing {}", path.display()), e))?;
         *lock(&TUNE_TABLE) = Some(table);
-        lock(&self.tuned).remove(&key);
+        // Layouts seen before look their configuration up again.
+        with_cache::<K, _>(|c| c.layouts.clear())?;
         if progress {
             eprintln!(
                 "{} autotune: {choice} stored in {}",
@@ -1003,36 +1006,28 @@ impl<K: HostKernel> Engine<K> {
             return Ok((entry.kernel.clone(), None));
         }
         let (cfg, args) = self.kernel.example(size).map_err(PyValueError::new_err)?;
-        let mut kernel = K::build(&cfg, &args).map_err(PyValueError::new_err)?;
-        let syms = bind_layout(&kernel, &args)?;
-        kernel.specialize_strides(&syms);
-        Ok((kernel, Some(cfg)))
+        Ok((specialized::<K>(&cfg, &args)?, Some(cfg)))
     }
 }
 
-/// The symbol values of `args` for `kernel` (checking every declaration):
-/// empty stand-in buffers, since binding reads no memory.
-pub fn bind_layout(kernel: &Kernel, args: &CallArgs) -> PyResult<Vec<i64>> {
-    let none: Vec<SimBuffer> = args.tensors.iter().map(|_| SimBuffer::zeroed(0)).collect();
-    let erased: Vec<(&str, Option<ErasedArg<'_, SimDevice>>)> = args
+/// The kernel of `cfg` for `args`, specialised on their strides: every
+/// extent, stride, dtype and alignment is checked against its declarations
+/// on the way (`kda_host::run::specialize_layouts`), a mismatch raised
+/// naming the argument.
+fn specialized<K: HostKernel>(cfg: &K::Config, args: &CallArgs) -> PyResult<Kernel> {
+    let kernel = K::build(cfg, args).map_err(PyValueError::new_err)?;
+    let layouts: Vec<_> = args
         .tensors
         .iter()
-        .zip(&none)
-        .map(|((n, t), buf)| {
-            let arg = ErasedArg {
-                buf,
-                dtype: kda_host::run::scalar(t.dtype),
-                shape: TensorShape {
-                    shape: t.shape.clone(),
-                    strides: t.strides.clone(),
-                },
+        .map(|(n, t)| {
+            let shape = TensorShape {
+                shape: t.shape.clone(),
+                strides: t.strides.clone(),
             };
-            (*n, Some(arg))
+            (*n, t.dtype, shape)
         })
         .collect();
-    typed::bind::<SimDevice>(kernel, &erased, &args.scalars)
-        .map(|b| b.syms)
-        .map_err(bind_error)
+    kda_host::run::specialize_layouts(kernel, &layouts, &args.scalars).map_err(bind_error)
 }
 
 /// Bind the call's buffers to `kernel` by name: the buffers in the

@@ -13,29 +13,23 @@ use std::io;
 const IOV_MAX: usize = 1024;
 
 fn vm(write: bool, local: &[libc::iovec], remote: &[libc::iovec]) -> io::Result<usize> {
+    let call = if write {
+        libc::process_vm_writev
+    } else {
+        libc::process_vm_readv
+    };
     // SAFETY: the local iovecs point into buffers the caller owns for the
     // call; the remote ones are only ever touched by the kernel, which
     // checks them (EFAULT).
     let n = unsafe {
-        if write {
-            libc::process_vm_writev(
-                libc::getpid(),
-                local.as_ptr(),
-                local.len() as libc::c_ulong,
-                remote.as_ptr(),
-                remote.len() as libc::c_ulong,
-                0,
-            )
-        } else {
-            libc::process_vm_readv(
-                libc::getpid(),
-                local.as_ptr(),
-                local.len() as libc::c_ulong,
-                remote.as_ptr(),
-                remote.len() as libc::c_ulong,
-                0,
-            )
-        }
+        call(
+            libc::getpid(),
+            local.as_ptr(),
+            local.len() as libc::c_ulong,
+            remote.as_ptr(),
+            remote.len() as libc::c_ulong,
+            0,
+        )
     };
     if n < 0 {
         Err(io::Error::last_os_error())

@@ -45,22 +45,32 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyModule, PyTuple};
 
-/// The stream helpers (`current`, `handle`), compiled once per interpreter.
-fn stream_helpers(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
-    static CODE: &std::ffi::CStr = pyo3::ffi::c_str!(include_str!("stream.py"));
-    let sys = py.import("sys")?;
-    let modules = sys.getattr("modules")?;
-    if let Ok(m) = modules.get_item("kda_bind_stream") {
+/// The Python module `name` compiled from `code` (text embedded in this
+/// crate), once per interpreter: kept in `sys.modules`.
+fn embedded_module<'py>(
+    py: Python<'py>,
+    code: &std::ffi::CStr,
+    file: &std::ffi::CStr,
+    name: &std::ffi::CStr,
+) -> PyResult<Bound<'py, PyModule>> {
+    let modules = py.import("sys")?.getattr("modules")?;
+    let key = name.to_string_lossy();
+    if let Ok(m) = modules.get_item(&*key) {
         return Ok(m.cast_into::<PyModule>()?);
     }
-    let m = PyModule::from_code(
+    let m = PyModule::from_code(py, code, file, name)?;
+    modules.set_item(&*key, &m)?;
+    Ok(m)
+}
+
+/// The stream helpers (`current`, `handle`).
+fn stream_helpers(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    embedded_module(
         py,
-        CODE,
+        pyo3::ffi::c_str!(include_str!("stream.py")),
         pyo3::ffi::c_str!("kda_bind_stream.py"),
         pyo3::ffi::c_str!("kda_bind_stream"),
-    )?;
-    modules.set_item("kda_bind_stream", &m)?;
-    Ok(m)
+    )
 }
 
 /// The stream handle of `stream` (None: the current stream of the array
@@ -89,22 +99,12 @@ pub fn torch_op<'py, K: HostKernel>(
     name: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = obj.py();
-    static CODE: &std::ffi::CStr = pyo3::ffi::c_str!(include_str!("torch_ops.py"));
-    let sys = py.import("sys")?;
-    let modules = sys.getattr("modules")?;
-    let helpers = match modules.get_item("kda_bind_torch_ops") {
-        Ok(m) => m,
-        Err(_) => {
-            let m = PyModule::from_code(
-                py,
-                CODE,
-                pyo3::ffi::c_str!("kda_bind_torch_ops.py"),
-                pyo3::ffi::c_str!("kda_bind_torch_ops"),
-            )?;
-            modules.set_item("kda_bind_torch_ops", &m)?;
-            m.into_any()
-        }
-    };
+    let helpers = embedded_module(
+        py,
+        pyo3::ffi::c_str!(include_str!("torch_ops.py")),
+        pyo3::ffi::c_str!("kda_bind_torch_ops.py"),
+        pyo3::ffi::c_str!("kda_bind_torch_ops"),
+    )?;
     let params = engine.kernel.params();
     let names: Vec<&str> = params.iter().map(|p| p.name).collect();
     let tensors: Vec<&str> = params

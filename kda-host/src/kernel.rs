@@ -120,10 +120,12 @@ impl CallArgs {
         match span {
             // The stand-in is as large as the caller's tensor: bounded
             // by what the device already holds, and refused past 2^33.
-            Some(n) if n <= 1 << 33 => {
-                HostTensor::strided(zeros_of(t.dtype, n), t.shape.clone(), t.strides.clone())
-                    .unwrap_or_else(|_| empty())
-            }
+            Some(n) if n <= 1 << 33 => HostTensor::strided(
+                crate::tensor::HostData::zeros(t.dtype, n),
+                t.shape.clone(),
+                t.strides.clone(),
+            )
+            .unwrap_or_else(|_| empty()),
             _ => empty(),
         }
     }
@@ -135,15 +137,6 @@ impl CallArgs {
             .iter()
             .map(|(n, t)| t.data.as_ref().map(|d| (*n, d)))
             .collect()
-    }
-}
-
-fn zeros_of(dtype: DType, n: usize) -> crate::tensor::HostData {
-    use crate::tensor::HostData;
-    match dtype {
-        DType::Bf16 => HostData::Bf16(vec![half::bf16::ZERO; n]),
-        DType::F32 => HostData::F32(vec![0.0; n]),
-        DType::I32 => HostData::I32(vec![0; n]),
     }
 }
 

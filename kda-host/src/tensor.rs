@@ -68,6 +68,15 @@ pub enum HostData {
 }
 
 impl HostData {
+    /// `n` zero elements of `dtype`.
+    pub fn zeros(dtype: DType, n: usize) -> HostData {
+        match dtype {
+            DType::Bf16 => HostData::Bf16(vec![bf16::ZERO; n]),
+            DType::F32 => HostData::F32(vec![0.0; n]),
+            DType::I32 => HostData::I32(vec![0; n]),
+        }
+    }
+
     /// Elements of `dtype` from little-endian storage bytes (a trailing
     /// partial element is ignored).
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> HostData {
@@ -275,12 +284,7 @@ impl HostTensor {
 
     /// A row-major tensor of zeros.
     pub fn zeros(dtype: DType, shape: Vec<usize>) -> Self {
-        let n = element_count(&shape);
-        let data = match dtype {
-            DType::Bf16 => HostData::Bf16(vec![bf16::ZERO; n]),
-            DType::F32 => HostData::F32(vec![0.0; n]),
-            DType::I32 => HostData::I32(vec![0; n]),
-        };
+        let data = HostData::zeros(dtype, element_count(&shape));
         Self::new(data, shape).expect("zeros has the shape's length")
     }
 

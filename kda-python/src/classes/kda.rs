@@ -49,23 +49,23 @@ kda_bind::expose! {
 
         #[getter]
         fn heads(&self) -> u32 {
-            self.engine.kernel.heads
+            self.engine.kernel.heads()
         }
 
         #[getter]
         fn tokens(&self) -> u32 {
-            self.engine.kernel.tokens
+            self.engine.kernel.tokens()
         }
 
         fn __repr__(&self) -> String {
             let k = &self.engine.kernel;
             format!(
                 "KdaSplit(heads={}, tokens={}, gate_mode={}, has_bias={}, schedule={})",
-                k.heads,
-                k.tokens,
-                k.gate_mode,
-                py_bool(k.has_bias),
-                match &k.schedule {
+                k.heads(),
+                k.tokens(),
+                k.gate_mode(),
+                py_bool(k.has_bias()),
+                match k.schedule() {
                     ScheduleChoice::Auto => "'auto'".to_string(),
                     ScheduleChoice::Explicit(s) => format!("{s:?}"),
                 }

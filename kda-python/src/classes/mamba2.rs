@@ -34,16 +34,16 @@ kda_bind::expose! {
 
         #[getter]
         fn heads(&self) -> u32 {
-            self.engine.kernel.cfg.heads
+            self.engine.kernel.cfg().heads
         }
 
         #[getter]
         fn n_groups(&self) -> u32 {
-            self.engine.kernel.cfg.n_groups
+            self.engine.kernel.cfg().n_groups
         }
 
         fn __repr__(&self) -> String {
-            let c = &self.engine.kernel.cfg;
+            let c = self.engine.kernel.cfg();
             format!(
                 "Mamba2Decode(heads={}, n_groups={}, head_dim={}, d_state={}, has_z={}, has_d={}, has_conv_bias={})",
                 c.heads,

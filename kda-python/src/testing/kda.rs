@@ -16,9 +16,9 @@ impl Generated for KdaSplitKernel {
     const EXTRA: bool = false;
 
     fn generate(&self, g: &Gen) -> KdaArgs {
-        let options = GenOptions::new(self.heads, g.requests, self.tokens)
+        let options = GenOptions::new(self.heads(), g.requests, self.tokens())
             .seed(g.seed)
-            .has_bias(self.has_bias)
+            .has_bias(self.has_bias())
             .padding(g.padding)
             .holes(g.holes())
             .conv_layout(super::conv_layout(g, ConvLayout::Sd, ConvLayout::Ds))

@@ -21,7 +21,7 @@ impl Generated for Mamba2Kernel {
             .conv_layout(super::conv_layout(g, ConvLayout::Sd, ConvLayout::Ds))
             .weights_f32(g.weights_f32)
             .conv_extra(g.extra as usize);
-        mamba2_decode::generate(&self.cfg, &options)
+        mamba2_decode::generate(self.cfg(), &options)
     }
 
     fn call_args(&self, args: &Mamba2Args) -> CallArgs {

@@ -24,17 +24,15 @@ pub enum ScheduleChoice {
 
 /// KdaSplit for one configuration (the Python class `KdaSplit`).
 #[derive(Clone, Debug)]
+///
+/// Its fields are set by [`KdaSplitKernel::new`] only, which proves that some
+/// batch size makes them a valid configuration.
 pub struct KdaSplitKernel {
-    /// Heads.
-    pub heads: u32,
-    /// Tokens per request (T).
-    pub tokens: u32,
-    /// Spec §3.3's gate mode.
-    pub gate_mode: u32,
-    /// Whether the conv has a bias.
-    pub has_bias: bool,
-    /// The schedule, or how it is chosen.
-    pub schedule: ScheduleChoice,
+    heads: u32,
+    tokens: u32,
+    gate_mode: u32,
+    has_bias: bool,
+    schedule: ScheduleChoice,
 }
 
 impl KdaSplitKernel {
@@ -58,6 +56,31 @@ impl KdaSplitKernel {
             (Err(e), Err(_)) => Err(e),
             _ => Ok(k),
         }
+    }
+
+    /// Heads.
+    pub fn heads(&self) -> u32 {
+        self.heads
+    }
+
+    /// Tokens per request (T).
+    pub fn tokens(&self) -> u32 {
+        self.tokens
+    }
+
+    /// Spec §3.3's gate mode.
+    pub fn gate_mode(&self) -> u32 {
+        self.gate_mode
+    }
+
+    /// Whether the conv has a bias.
+    pub fn has_bias(&self) -> bool {
+        self.has_bias
+    }
+
+    /// The schedule, or how it is chosen.
+    pub fn schedule(&self) -> &ScheduleChoice {
+        &self.schedule
     }
 
     /// The configuration of a launch over `batch` requests.

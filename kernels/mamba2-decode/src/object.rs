@@ -34,8 +34,8 @@ impl Mamba2Launch {
 /// Mamba-2 decode for one configuration (the Python class `Mamba2Decode`).
 #[derive(Clone, Debug)]
 pub struct Mamba2Kernel {
-    /// The validated configuration.
-    pub cfg: Mamba2Config,
+    /// Validated by [`Mamba2Kernel::new`], so its default schedules fit.
+    cfg: Mamba2Config,
 }
 
 impl Mamba2Kernel {
@@ -43,6 +43,11 @@ impl Mamba2Kernel {
     pub fn new(cfg: Mamba2Config) -> Result<Self, String> {
         let cfg = cfg.validated().map_err(|e| format!("Mamba2Decode: {e}"))?;
         Ok(Mamba2Kernel { cfg })
+    }
+
+    /// The validated configuration.
+    pub fn cfg(&self) -> &Mamba2Config {
+        &self.cfg
     }
 
     /// The crate's argument struct of a call (zeros where the elements are
