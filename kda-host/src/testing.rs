@@ -357,3 +357,43 @@ pub fn run_matrix<D: Device, P, E: fmt::Display>(
     }
     verdicts
 }
+
+/// A scratch folder unique to this process, `prefix` and `name` under the
+/// system's temporary folder, emptied when made and removed on drop.
+pub struct Scratch(pub std::path::PathBuf);
+
+impl Scratch {
+    /// The folder `<tmp>/<prefix>-<pid>-<name>`, made empty.
+    pub fn new(prefix: &str, name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch folder under the temporary folder");
+        Self(dir)
+    }
+
+    /// The path of `name` inside it.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+
+    /// The names of its entries, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("the scratch folder")
+            .map(|e| {
+                e.expect("a scratch folder entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

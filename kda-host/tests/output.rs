@@ -4,6 +4,7 @@
 //! temporary file behind when interrupted by SIGINT / SIGTERM or killed.
 #![cfg(unix)]
 
+use kda_host::testing::Scratch;
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
@@ -11,38 +12,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kda_host::output::{TEMP_MARKER, check_output, write_atomic, write_with};
-
-/// A scratch folder unique to this process and `name`; removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("kda-host-output-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().mode() & 0o7777
@@ -57,7 +26,7 @@ fn mkfifo(p: &Path) {
 /// its old contents; now the file it names is replaced, and the link stays.
 #[test]
 fn a_link_is_followed_to_its_file() {
-    let dir = Scratch::new("link");
+    let dir = Scratch::new("kda-host-output", "link");
     std::fs::create_dir_all(dir.join("real")).unwrap();
     let file = dir.join("real/target");
     std::fs::write(&file, b"old").unwrap();
@@ -92,7 +61,7 @@ fn a_link_is_followed_to_its_file() {
 /// Before, every replaced file became 0644 (0666 less the umask).
 #[test]
 fn a_replaced_file_keeps_its_mode_and_owner() {
-    let dir = Scratch::new("mode");
+    let dir = Scratch::new("kda-host-output", "mode");
     // Root (the folder just made is root's) can check the owner too.
     let root = std::fs::metadata(&dir.0).unwrap().uid() == 0;
     for m in [0o600, 0o640, 0o755, 0o444] {
@@ -120,7 +89,7 @@ fn a_replaced_file_keeps_its_mode_and_owner() {
 /// file and its reader got nothing; now it is written through.
 #[test]
 fn a_fifo_is_written_through() {
-    let dir = Scratch::new("fifo");
+    let dir = Scratch::new("kda-host-output", "fifo");
     let fifo = dir.join("fifo");
     mkfifo(&fifo);
     // check_output must not open it (a FIFO blocks until its reader comes).
@@ -181,7 +150,7 @@ fn dev_null_stays_a_device() {
 
 #[test]
 fn folders_and_nameless_paths_are_refused() {
-    let dir = Scratch::new("refused");
+    let dir = Scratch::new("kda-host-output", "refused");
     let e = check_output(&dir.0).unwrap_err();
     assert!(e.to_string().contains("is a folder"), "{e}");
     let e = write_atomic(&dir.0, b"x").unwrap_err();
@@ -204,7 +173,7 @@ fn dead_pid() -> u32 {
 /// other names, stay.
 #[test]
 fn stale_temporaries_of_dead_processes_are_removed() {
-    let dir = Scratch::new("stale");
+    let dir = Scratch::new("kda-host-output", "stale");
     let target = dir.join("case.safetensors");
     let dead = format!(".case.safetensors{TEMP_MARKER}{}.0", dead_pid());
     let alive = format!(".case.safetensors{TEMP_MARKER}1.0"); // init runs
@@ -245,7 +214,7 @@ fn interrupted_writer_child() {
 #[test]
 fn an_interrupted_write_leaves_nothing() {
     for (signal, number) in [("INT", 2), ("TERM", 15)] {
-        let dir = Scratch::new(&format!("signal-{signal}"));
+        let dir = Scratch::new("kda-host-output", &format!("signal-{signal}"));
         let target = dir.join("out.bin");
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -305,7 +274,7 @@ fn dev_stdout_writer_child() {
 /// bytes go through the descriptor, appended.
 #[test]
 fn dev_stdout_is_written_through_its_descriptor() {
-    let dir = Scratch::new("stdout");
+    let dir = Scratch::new("kda-host-output", "stdout");
     let log = dir.join("log");
     std::fs::write(&log, b"before\n").unwrap();
     let inode = std::fs::metadata(&log).unwrap().ino();

@@ -5,43 +5,12 @@
 
 mod cli_support;
 
+use kda_host::testing::Scratch;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cli_support::{Out, kda_split};
 use kda_runtime::CudaDevice;
-
-/// A scratch folder unique to this process and `name`; removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("kda-split-safety-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -61,7 +30,7 @@ fn small_case(dir: &Scratch) -> PathBuf {
 
 #[test]
 fn run_refuses_an_out_that_is_its_input() {
-    let dir = Scratch::new("out-is-input");
+    let dir = Scratch::new("kda-split-safety", "out-is-input");
     let case = small_case(&dir);
     let before = std::fs::read(&case).unwrap();
     std::fs::create_dir_all(dir.join("sub")).unwrap();
@@ -105,7 +74,7 @@ fn run_refuses_an_out_that_is_its_input() {
 
 #[test]
 fn ptx_refuses_an_out_that_is_its_case() {
-    let dir = Scratch::new("ptx-out-is-case");
+    let dir = Scratch::new("kda-split-safety", "ptx-out-is-case");
     let case = small_case(&dir);
     let before = std::fs::read(&case).unwrap();
     let out = kda_split(&["ptx", "--case", s(&case), "-o", s(&case)]).expect_code(2);
@@ -115,7 +84,7 @@ fn ptx_refuses_an_out_that_is_its_case() {
 
 #[test]
 fn output_paths_are_checked_before_the_work() {
-    let dir = Scratch::new("out-checked");
+    let dir = Scratch::new("kda-split-safety", "out-checked");
     let case = small_case(&dir);
     let missing = dir.join("no/such/folder/out.safetensors");
     for args in [
@@ -146,7 +115,7 @@ fn output_paths_are_checked_before_the_work() {
 /// truncating write.
 #[test]
 fn every_output_is_a_new_file_renamed_into_place() {
-    let dir = Scratch::new("atomic");
+    let dir = Scratch::new("kda-split-safety", "atomic");
     let case = small_case(&dir);
     let outputs: [(&str, Vec<&str>); 3] = [
         ("ptx.ptx", vec!["ptx", "--heads", "1", "--batch", "1", "-o"]),
@@ -224,7 +193,7 @@ fn mkfifo(p: &Path) {
 #[test]
 fn outputs_write_through_fifos_and_follow_links() {
     use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
-    let dir = Scratch::new("targets");
+    let dir = Scratch::new("kda-split-safety", "targets");
     let case = small_case(&dir);
     let bench = bench_file();
     for (name, args) in writers(s(&case), &bench) {
@@ -283,7 +252,7 @@ fn outputs_write_through_fifos_and_follow_links() {
 /// failed and the command refused the output.
 #[test]
 fn outputs_go_into_process_substitution() {
-    let dir = Scratch::new("procsub");
+    let dir = Scratch::new("kda-split-safety", "procsub");
     let case = small_case(&dir);
     let bench = bench_file();
     for (name, args) in writers(s(&case), &bench) {
@@ -321,7 +290,7 @@ fn dead_pid() -> u32 {
 /// `tests/output.rs`, `an_interrupted_write_leaves_nothing`.)
 #[test]
 fn stale_temporaries_beside_an_output_are_removed() {
-    let dir = Scratch::new("stale");
+    let dir = Scratch::new("kda-split-safety", "stale");
     let target = dir.join("x.safetensors");
     let stale = format!(".x.safetensors.kda-tmp.{}.0", dead_pid());
     std::fs::write(dir.join(&stale), vec![0u8; 4096]).unwrap();
@@ -335,7 +304,7 @@ fn stale_temporaries_beside_an_output_are_removed() {
 /// allocator after a while.
 #[test]
 fn generated_sizes_beyond_the_machine_are_refused_at_once() {
-    let dir = Scratch::new("huge");
+    let dir = Scratch::new("kda-split-safety", "huge");
     let o = dir.join("x.safetensors");
     let huge: [&[&str]; 9] = [
         &["--num-slots", "18446744073709551615"],
@@ -389,7 +358,7 @@ fn generated_sizes_beyond_the_machine_are_refused_at_once() {
 /// an endless one (a device) stops at the limit.
 #[test]
 fn case_files_beyond_the_limit_are_refused_unread() {
-    let dir = Scratch::new("huge-file");
+    let dir = Scratch::new("kda-split-safety", "huge-file");
     let path = dir.join("huge.safetensors");
     std::fs::File::create(&path)
         .unwrap()
@@ -413,7 +382,7 @@ fn bench_without_a_gpu_fails_with_exit_4() {
     if CudaDevice::new(0).is_ok() {
         return; // there is a GPU: `bench` would measure
     }
-    let dir = Scratch::new("bench");
+    let dir = Scratch::new("kda-split-safety", "bench");
     let json = dir.join("bench.json");
     let out = kda_split(&["bench", "--quick", "--json", s(&json)]).expect_code(4);
     assert!(out.stdout.contains("bench: no usable GPU"), "{out}");
@@ -448,7 +417,7 @@ fn repeat_is_bounded() {
 /// refused naming `heads`.
 #[test]
 fn ptx_of_huge_configurations_needs_no_case() {
-    let dir = Scratch::new("ptx-huge");
+    let dir = Scratch::new("kda-split-safety", "ptx-huge");
     let out_file = dir.join("huge.ptx");
     let start = Instant::now();
     let args = [
@@ -505,7 +474,7 @@ fn info_with(ptxas: &Path, timeout_s: &str, args: &[&str]) -> Out {
 /// aborted in the allocator).
 #[test]
 fn info_bounds_ptxas_and_huge_configurations() {
-    let dir = Scratch::new("info");
+    let dir = Scratch::new("kda-split-safety", "info");
     let one = ["--heads", "1", "--batch", "1"];
     let hung = fake_ptxas(&dir, "exec sleep 60");
     let start = Instant::now();
@@ -552,7 +521,7 @@ fn flags_that_would_not_apply_are_refused() {
         assert!(out.stderr.contains("--sim"), "{out}");
         assert!(!out.stdout.contains("bench --sim: ok"), "{out}");
     }
-    let dir = Scratch::new("eps");
+    let dir = Scratch::new("kda-split-safety", "eps");
     let case = dir.join("x.safetensors");
     for eps in ["-1", "-1e-9", "inf", "NaN"] {
         let eps_flag = format!("--eps={eps}");
@@ -606,7 +575,7 @@ fn two_versions(dir: &Scratch) -> (Vec<u8>, Vec<u8>) {
 /// recorded.
 #[test]
 fn a_torn_case_file_is_an_input_change_not_a_mismatch() {
-    let dir = Scratch::new("torn");
+    let dir = Scratch::new("kda-split-safety", "torn");
     let (a, b) = two_versions(&dir);
     let case = dir.join("case.safetensors");
     // Torn and left so: the first half of one version, the rest of the other.
@@ -653,7 +622,7 @@ fn a_torn_case_file_is_an_input_change_not_a_mismatch() {
 fn an_interrupted_gen_case_leaves_no_temporary_file() {
     use std::os::unix::process::ExitStatusExt as _;
     for (signal, number) in [("INT", 2), ("TERM", 15)] {
-        let dir = Scratch::new(&format!("interrupted-{signal}"));
+        let dir = Scratch::new("kda-split-safety", &format!("interrupted-{signal}"));
         let target = dir.join("big.safetensors");
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kda-split"))
             .args([
