@@ -250,6 +250,22 @@ pub fn wgmma_gemm_reference(a: &[f32], b: &[f32], n: usize, kdim: usize) -> Vec<
     c
 }
 
+/// Deterministic bf16 values in [-6, 6) with varied exponents: the wgmma
+/// tests' operands (simulator and GPU draw the same ones).
+pub fn wgmma_values(n: usize, seed: u64) -> Vec<half::bf16> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let x = ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0;
+            let scale = [1.0, 0.5, 0.125, 3.0][(s & 3) as usize];
+            half::bf16::from_f32(x * scale)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,22 +11,9 @@ mod common;
 
 use common::{bytes_f32, gpu};
 use half::bf16;
-use kda_ir::testkernels::wgmma_gemm;
+use kda_ir::testkernels::{wgmma_gemm, wgmma_values};
 use kda_ir::wgmma::Swizzle;
 use kda_runtime::{Device, LaunchConfig, SimDevice};
-
-fn values(n: usize, seed: u64) -> Vec<bf16> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let x = ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0;
-            bf16::from_f32(x * [1.0, 0.5, 0.125, 3.0][(s & 3) as usize])
-        })
-        .collect()
-}
 
 fn bytes(x: &[bf16]) -> Vec<u8> {
     x.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect()
@@ -56,8 +43,8 @@ fn wgmma_gemm_on_the_gpu_matches_f64_and_the_simulator() {
             let kdim = 64u32;
             let k = wgmma_gemm(n, kdim, s);
             let (nu, ku) = (n as usize, kdim as usize);
-            let a = values(64 * ku, 3 + u64::from(n));
-            let b = values(nu * ku, 11);
+            let a = wgmma_values(64 * ku, 3 + u64::from(n));
+            let b = wgmma_values(nu * ku, 11);
             let bufs = [bytes(&a), bytes(&b), vec![0u8; 64 * nu * 4]];
             let got = run(&dev, &k, &bufs);
             let on_sim = run(&sim, &k, &bufs);

@@ -7,7 +7,7 @@
 
 use half::bf16;
 use kda_device::{Device, LaunchConfig, RuntimeError};
-use kda_ir::testkernels::{wgmma_gemm, wgmma_gemm_pipelined, wgmma_gemm_reference};
+use kda_ir::testkernels::{wgmma_gemm, wgmma_gemm_pipelined, wgmma_gemm_reference, wgmma_values};
 use kda_ir::wgmma::Swizzle;
 use kda_ir::{Access, BinOp, Builder, CachePolicy, Dim, Kernel, LaunchDecl, Provenance, Scalar};
 use kda_sim::{SimDevice, SimError, SimOptions};
@@ -44,21 +44,6 @@ fn run_with(k: &Kernel, bufs: &[Vec<u8>], verify: bool) -> Result<Vec<Vec<u8>>, 
     bs.iter().map(|b| dev.download(b)).collect()
 }
 
-/// Deterministic bf16 values in [-2, 2) with varied exponents.
-fn values(n: usize, seed: u64) -> Vec<bf16> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let x = ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0;
-            let scale = [1.0, 0.5, 0.125, 3.0][(s & 3) as usize];
-            bf16::from_f32(x * scale)
-        })
-        .collect()
-}
-
 fn bytes_bf16(x: &[bf16]) -> Vec<u8> {
     x.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect()
 }
@@ -75,8 +60,8 @@ fn check(n: u32, kdim: u32, s: Swizzle) {
 
 fn check_kernel(k: Kernel, n: u32, kdim: u32) {
     let (nu, ku) = (n as usize, kdim as usize);
-    let a = values(64 * ku, 1 + u64::from(n));
-    let b = values(nu * ku, 7 + u64::from(kdim));
+    let a = wgmma_values(64 * ku, 1 + u64::from(n));
+    let b = wgmma_values(nu * ku, 7 + u64::from(kdim));
     let out = run(&k, &[bytes_bf16(&a), bytes_bf16(&b), vec![0; 64 * nu * 4]])
         .unwrap_or_else(|e| panic!("{}: {e}", k.name));
     let got = f32s(&out[2]);
