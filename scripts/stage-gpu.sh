@@ -266,6 +266,19 @@ if python3 -c "import torch, pytest" >/dev/null 2>&1; then
     # the wheel pip-installed, the docs' examples (python/venv-docs.sh).
     step "python-venv-docs" bash "$here/python/venv-docs.sh" "${TMPDIR:-/tmp}/kda-python-venv" "$here/python"
     step "python-bench" env PYTHONPATH="$pydir" python3 "$here/python/bench/bench_kda.py" ${KDA_PY_BENCH_ARGS:-}
+    # Issue 33: one launch of each decode kernel, kda's and fla's, at B 128
+    # and 512 under Nsight Compute (bench/ncu_decode.py; the report is kept
+    # as $out/ncu-decode.ncu-rep, the details page is the step's log).
+    ncu=$(command -v ncu || true)
+    if [[ -z $ncu && -x /usr/local/cuda/bin/ncu ]]; then ncu=/usr/local/cuda/bin/ncu; fi
+    if [[ -n $ncu ]]; then
+        step "python-ncu-decode" env PYTHONPATH="$pydir" "$ncu" --nvtx --nvtx-include "ncu/" \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+            --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats \
+            -f -o "$out/ncu-decode" --print-summary none \
+            python3 "$here/python/bench/ncu_decode.py" ${KDA_NCU_ARGS:-}
+        step "python-ncu-decode-details" "$ncu" --import "$out/ncu-decode.ncu-rep" --page details --csv
+    fi
     # The template (a kernel crate outside the workspace, on kda-bind): its
     # simulator and GPU tests, fla compared and timed, torch.compile.
     step "template-install" python3 -m pip install --no-deps --no-index --target "$pydir" "$here"/template/hgrn2_decode-*.whl
