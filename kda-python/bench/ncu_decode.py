@@ -91,8 +91,10 @@ def fla_gdn_launches(batch, hk, hv):
     h0 = torch.randn(batch, hv, 128, 128, device="cuda") * 0.1
 
     def contiguous():
-        fused_recurrent_gated_delta_rule(q, k, v, g, beta, scale=128**-0.5, initial_state=h0,
-                                         output_final_state=True, use_qk_l2norm_in_kernel=True)
+        # By keyword: fla's fifth positional parameter is `gk`, not `beta`.
+        fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, scale=128**-0.5, initial_state=h0,
+                                         output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                         state_v_first=True)
 
     return {"fla_gdn_contig": contiguous}
 
@@ -125,9 +127,10 @@ def main():
                 launches.update(make())
             except Exception as e:  # fla absent, or its API differs
                 print(f"B{batch} {name}: skipped ({type(e).__name__}: {e})")
-        for fn in launches.values():  # compile and warm up outside the range
+        for name, fn in launches.items():  # compile and warm up outside the range
+            print(f"B{batch} {name}: warm-up", flush=True)
             fn()
-        torch.cuda.synchronize()
+            torch.cuda.synchronize()
         for name, fn in launches.items():
             torch.cuda.nvtx.range_push("ncu")
             fn()
